@@ -1,0 +1,91 @@
+#include "gloo_lite/base/config.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite {
+
+const std::vector<Knob>& gloo_lite_knobs() {
+  static const std::vector<Knob> knobs = {
+      {"GLOO_LITE_STORE", "",
+       "Rendezvous store URL: file:///dir, tcp://host:port or redis://[:password@]host:port[/db]"},
+      {"GLOO_LITE_RANK", "", "This process's rank (else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+                             "SLURM_PROCID)"},
+      {"GLOO_LITE_SIZE", "", "Number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, "
+                             "SLURM_NTASKS)"},
+      {"GLOO_LITE_LOCAL_RANK", "", "Rank among the processes on this host (set by gloo_lite_run)"},
+      {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store"},
+      {"GLOO_LITE_TIMEOUT_MS", "300000",
+       "Default deadline for rendezvous and every operation, in milliseconds"},
+      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp (ibverbs when built)"},
+      {"GLOO_LITE_IFNAME", "",
+       "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)"},
+      {"GLOO_LITE_HOSTNAME", "", "Address to listen on and publish (host name or IP), overrides "
+                                 "interface selection"},
+      {"GLOO_LITE_TCP_EAGER_BYTES", "65536",
+       "Messages up to this size are sent eagerly; larger ones wait for the receiver (rendezvous)"},
+      {"GLOO_LITE_TCP_UNEXPECTED_BYTES", "67108864",
+       "Bound on eager payloads buffered before their receive is posted, per context; beyond it "
+       "the sender is held back (TCP back-pressure), nothing is dropped"},
+      {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)"},
+      {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace"},
+      {"GLOO_LITE_LOG_SUBSYS", "all",
+       "Comma list of subsystems to log (store, tcp, context, launcher, coll) or all"},
+  };
+  return knobs;
+}
+
+static const Knob& find_knob(const char* name) {
+  for (const auto& knob : gloo_lite_knobs()) {
+    if (std::strcmp(knob.name, name) == 0) return knob;
+  }
+  throw InvalidArgument(std::string("internal: undeclared knob ") + name);
+}
+
+std::optional<std::string> env_value(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::string knob_string(const char* name) {
+  const Knob& knob = find_knob(name);
+  if (auto value = env_value(name)) return *value;
+  return knob.default_value;
+}
+
+int64_t knob_int(const char* name) {
+  std::string text = knob_string(name);
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0') {
+    throw InvalidArgument(std::string(name) + "='" + text + "' is not an integer");
+  }
+  return value;
+}
+
+std::chrono::milliseconds knob_ms(const char* name) {
+  return std::chrono::milliseconds(knob_int(name));
+}
+
+bool knob_bool(const char* name) {
+  std::string text = knob_string(name);
+  return !(text.empty() || text == "0" || text == "false" || text == "no" || text == "off");
+}
+
+uint64_t parse_bytes(const std::string& text, const char* what) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
+  uint64_t scale = 1;
+  if (*end == 'K' || *end == 'k') scale = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm') scale = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g') scale = 1ull << 30, ++end;
+  if (*end != '\0') throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
+  return value * scale;
+}
+
+}  // namespace gloo_lite

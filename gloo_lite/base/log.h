@@ -1,0 +1,33 @@
+// One log line format for the whole library:  host:pid rank R [subsys] LEVEL message
+// Level from GLOO_LITE_LOG, subsystems from GLOO_LITE_LOG_SUBSYS. Lines go to stderr, written
+// with a single write() so that lines of concurrent threads and processes never interleave.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+namespace gloo_lite {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3, kTrace = 4 };
+
+bool log_enabled(LogLevel level, const char* subsys);
+void log_write(LogLevel level, const char* subsys, const std::string& message);
+// The rank shown in log lines of this process (-1 until a context or bootstrap sets it).
+void log_set_rank(int rank);
+
+}  // namespace gloo_lite
+
+#define GLOO_LITE_LOG_AT(level, subsys, expr)                             \
+  do {                                                                   \
+    if (::gloo_lite::log_enabled(level, subsys)) {                       \
+      std::ostringstream gloo_lite_log_stream_;                          \
+      gloo_lite_log_stream_ << expr;                                     \
+      ::gloo_lite::log_write(level, subsys, gloo_lite_log_stream_.str()); \
+    }                                                                    \
+  } while (0)
+
+#define LOG_ERROR(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kError, subsys, expr)
+#define LOG_WARN(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kWarn, subsys, expr)
+#define LOG_INFO(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kInfo, subsys, expr)
+#define LOG_DEBUG(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kDebug, subsys, expr)
+#define LOG_TRACE(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kTrace, subsys, expr)

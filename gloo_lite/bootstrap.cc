@@ -1,0 +1,1 @@
+#include "gloo_lite/bootstrap.h"

@@ -1,0 +1,112 @@
+// The transport contract. Algorithms see only these classes; every transport (TCP, ibverbs)
+// implements them with the same semantics, described in docs/transport.md:
+//  - a Device owns a progress engine and is shared by many contexts;
+//  - a Mesh is one context's set of connections (one pair per peer), connected through
+//    addresses that the context exchanges via the store;
+//  - memory is registered once (free on TCP, ibv_reg_mr on verbs) and referenced by offset;
+//  - send/recv are tagged, matched per (peer, tag) in posting order, never overtaking;
+//  - a size mismatch fails both ends; a broken connection fails every pending request with an
+//    error naming the peer; every wait has a deadline.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/base/deadline.h"
+
+namespace gloo_lite::transport {
+
+enum class MemoryKind { kHost, kCuda };
+
+// A registered region of memory. It must outlive every request that refers to it.
+class Memory {
+ public:
+  Memory(void* data, size_t bytes, MemoryKind kind) : data_(data), bytes_(bytes), kind_(kind) {}
+  virtual ~Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  uint8_t* data() const { return static_cast<uint8_t*>(data_); }
+  size_t bytes() const { return bytes_; }
+  MemoryKind kind() const { return kind_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+  MemoryKind kind_;
+};
+
+// An operation in flight. Completion is observed through Mesh::wait or test().
+class Request {
+ public:
+  virtual ~Request() = default;
+  // True once complete; throws the operation's error if it failed.
+  virtual bool test() = 0;
+  // The rank a receive matched (useful for receive-from-any); -1 until known.
+  virtual int source() const = 0;
+};
+using RequestPtr = std::shared_ptr<Request>;
+
+struct MeshOptions {
+  // Eager/rendezvous switch and buffering bounds; 0 means the transport's default/knob.
+  size_t eager_bytes = 0;
+  size_t unexpected_bytes = 0;
+};
+
+// One context's connections to all its peers.
+class Mesh {
+ public:
+  virtual ~Mesh() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // This rank's opaque address, to publish through the store before connect().
+  virtual std::string address() const = 0;
+  // Connects to every peer (addresses indexed by rank; the own entry is ignored). Peers that
+  // present a different context id, protocol or rank are rejected and logged; the connect
+  // completes once every genuine peer is connected, or throws at the deadline naming the ranks
+  // that never arrived.
+  virtual void connect(const std::vector<std::string>& addresses, uint64_t context_id,
+                       const Deadline& deadline) = 0;
+
+  virtual std::unique_ptr<Memory> register_memory(void* data, size_t bytes,
+                                                  MemoryKind kind = MemoryKind::kHost) = 0;
+
+  // Sends `bytes` from `memory` at `offset` to `peer` under `tag`.
+  virtual RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset,
+                          size_t bytes) = 0;
+  // Receives exactly `bytes` into `memory` at `offset` from any one of `peers` under `tag`.
+  virtual RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory,
+                          size_t offset, size_t bytes) = 0;
+  RequestPtr recv(int peer, uint64_t tag, Memory& memory, size_t offset, size_t bytes) {
+    return recv(std::vector<int>{peer}, tag, memory, offset, bytes);
+  }
+
+  // Waits for all requests. Throws the first failure; on the deadline, cancels the requests
+  // that are still pending (their buffers are no longer touched) and throws TimeoutError naming
+  // the peers that did not complete.
+  virtual void wait(const std::vector<RequestPtr>& requests, const Deadline& deadline) = 0;
+  // Cancels a pending request: afterwards its memory is no longer read or written.
+  virtual void cancel(const RequestPtr& request) = 0;
+
+  // Tells every peer (best effort) that this rank is failing with `reason`, then closes the
+  // connections; peers fail their pending requests promptly with that reason.
+  virtual void abort(const std::string& reason) = 0;
+
+  // "rank 3 (10.0.0.2:41000)", for error messages.
+  virtual std::string describe_peer(int peer) const = 0;
+};
+
+// One NIC/configuration with its progress engine; shared by every context that uses it.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual std::unique_ptr<Mesh> create_mesh(int rank, int size, const MeshOptions& options) = 0;
+};
+
+}  // namespace gloo_lite::transport

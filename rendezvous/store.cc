@@ -1,0 +1,1 @@
+#include "rendezvous/store.h"

@@ -1,0 +1,52 @@
+// The rendezvous store: how ranks find each other. A small key-value interface with blocking
+// reads bounded by a deadline. Backends: in-process hash (threads as ranks), file (shared
+// directory), TCP (our server), Redis; PrefixStore scopes keys so that jobs and sub-contexts can
+// share one store.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/base/deadline.h"
+
+namespace gloo_lite {
+
+using Bytes = std::vector<uint8_t>;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates or overwrites `key`.
+  virtual void set(const std::string& key, const Bytes& value) = 0;
+  // Returns the value of `key`, waiting until it exists; TimeoutError (naming the key and the
+  // store) when the deadline passes first.
+  virtual Bytes get(const std::string& key, const Deadline& deadline) = 0;
+  // Waits until every key exists; TimeoutError naming the missing keys.
+  virtual void wait(const std::vector<std::string>& keys, const Deadline& deadline) = 0;
+  // Atomically adds `delta` to the integer counter `key` (created at 0) and returns the result.
+  // Counters are stored as decimal text, so get() of a counter returns e.g. "3".
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // True when every key exists now; never waits.
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  // Removes `key`; returns whether it existed.
+  virtual bool erase(const std::string& key) = 0;
+  // Where this store lives, for error messages ("tcp://10.0.0.1:29500").
+  virtual std::string describe() const = 0;
+
+  // Gets several keys; backends that can fetch them in one round trip override this.
+  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys,
+                                       const Deadline& deadline);
+};
+
+// Helpers for text values.
+inline Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+inline std::string to_string(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// Opens a store from a URL: file:///dir, tcp://host:port, redis://[:password@]host:port[/db].
+// Throws InvalidArgument for an unknown scheme or malformed URL, StoreError when unreachable.
+std::shared_ptr<Store> open_store(const std::string& url, const Deadline& deadline);
+
+}  // namespace gloo_lite

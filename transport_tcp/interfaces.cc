@@ -1,0 +1,1 @@
+#include "transport_tcp/interfaces.h"
