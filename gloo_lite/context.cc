@@ -1,1 +1,149 @@
 #include "gloo_lite/context.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <sstream>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "rendezvous/stores.h"
+
+namespace gloo_lite {
+namespace {
+
+uint64_t random_context_id() {
+  std::random_device device;
+  uint64_t id = (uint64_t{device()} << 32) ^ device();
+  id ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  id ^= static_cast<uint64_t>(getpid()) << 17;
+  return id == 0 ? 1 : id;
+}
+
+std::string address_key(int rank) { return "gloo_lite/addr/" + std::to_string(rank); }
+
+}  // namespace
+
+std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank, int size,
+                                         std::shared_ptr<transport::Device> device,
+                                         ContextOptions options) {
+  if (!store) throw InvalidArgument("Context::create: no store");
+  if (!device) throw InvalidArgument("Context::create: no transport device");
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw InvalidArgument("Context::create: rank " + std::to_string(rank) + " of size " +
+                          std::to_string(size) + " is out of range (0 <= rank < size)");
+  }
+  if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
+  std::shared_ptr<Context> context(
+      new Context(std::move(store), rank, size, std::move(device), options));
+  context->connect();
+  return context;
+}
+
+Context::Context(std::shared_ptr<Store> store, int rank, int size,
+                 std::shared_ptr<transport::Device> device, ContextOptions options)
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      device_(std::move(device)),
+      options_(options) {}
+
+Context::~Context() = default;
+
+void Context::connect() {
+  Deadline deadline = this->deadline();
+  mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
+  if (size_ == 1) return;
+  // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
+  // from a read it makes anyway: one set and P-1 gets per rank.
+  uint64_t context_id = rank_ == 0 ? random_context_id() : 0;
+  store_->set(address_key(rank_), to_bytes(std::to_string(context_id) + " " + mesh_->address()));
+  std::vector<std::string> keys;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) keys.push_back(address_key(peer));
+  }
+  std::vector<Bytes> values;
+  try {
+    values = store_->multi_get(keys, deadline);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                       ": not every rank published its address in " + store_->describe() +
+                       " before the timeout (" + e.what() +
+                       "); are all ranks started with the same store and size?");
+  }
+  std::vector<std::string> addresses(size_);
+  addresses[rank_] = mesh_->address();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank_ ? 1 : 0);
+    std::istringstream record(to_string(values[i]));
+    uint64_t id = 0;
+    record >> id >> addresses[peer];
+    if (peer == 0) context_id = id;
+  }
+  mesh_->connect(addresses, context_id, deadline);
+  LOG_DEBUG("context", "rank " << rank_ << " of " << size_ << " connected on " << device_->name());
+}
+
+std::shared_ptr<Context> Context::split(int color, int key) {
+  Deadline deadline = this->deadline();
+  std::string round = "gloo_lite/split/" + std::to_string(split_count_++);
+  store_->set(round + "/" + std::to_string(rank_),
+              to_bytes(std::to_string(color) + " " + std::to_string(key)));
+  std::vector<std::string> keys;
+  for (int peer = 0; peer < size_; ++peer) keys.push_back(round + "/" + std::to_string(peer));
+  std::vector<Bytes> values = store_->multi_get(keys, deadline);
+  struct Member {
+    int key;
+    int rank;
+  };
+  std::vector<Member> members;
+  for (int peer = 0; peer < size_; ++peer) {
+    std::istringstream record(to_string(values[peer]));
+    int peer_color = 0;
+    int peer_key = 0;
+    record >> peer_color >> peer_key;
+    if (color >= 0 && peer_color == color) members.push_back({peer_key, peer});
+  }
+  if (color < 0) return nullptr;
+  std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+  });
+  int new_rank = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].rank == rank_) new_rank = static_cast<int>(i);
+  }
+  auto sub_store = make_prefix_store(store_, round + "/color" + std::to_string(color));
+  return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options_);
+}
+
+static Deadline deadline_for(std::chrono::milliseconds timeout,
+                             std::chrono::milliseconds fallback) {
+  return Deadline::after(timeout.count() > 0 ? timeout : fallback);
+}
+
+void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
+                   std::chrono::milliseconds timeout) {
+  auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
+  auto request = mesh_->send(peer, tag, *memory, 0, bytes);
+  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
+}
+
+void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
+                   std::chrono::milliseconds timeout) {
+  recv_any({peer}, data, bytes, tag, timeout);
+}
+
+int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
+                      std::chrono::milliseconds timeout) {
+  auto memory = mesh_->register_memory(data, bytes);
+  auto request = mesh_->recv(peers, tag, *memory, 0, bytes);
+  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
+  return request->source();
+}
+
+void Context::abort(const std::string& reason) { mesh_->abort(reason); }
+
+}  // namespace gloo_lite

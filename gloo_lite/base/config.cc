@@ -11,10 +11,12 @@ const std::vector<Knob>& gloo_lite_knobs() {
   static const std::vector<Knob> knobs = {
       {"GLOO_LITE_STORE", "",
        "Rendezvous store URL: file:///dir, tcp://host:port or redis://[:password@]host:port[/db]"},
-      {"GLOO_LITE_RANK", "", "This process's rank (else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
-                             "SLURM_PROCID)"},
-      {"GLOO_LITE_SIZE", "", "Number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, "
-                             "SLURM_NTASKS)"},
+      {"GLOO_LITE_RANK", "",
+       "This process's rank (else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+       "SLURM_PROCID)"},
+      {"GLOO_LITE_SIZE", "",
+       "Number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, "
+       "SLURM_NTASKS)"},
       {"GLOO_LITE_LOCAL_RANK", "", "Rank among the processes on this host (set by gloo_lite_run)"},
       {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store"},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
@@ -22,8 +24,9 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp (ibverbs when built)"},
       {"GLOO_LITE_IFNAME", "",
        "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)"},
-      {"GLOO_LITE_HOSTNAME", "", "Address to listen on and publish (host name or IP), overrides "
-                                 "interface selection"},
+      {"GLOO_LITE_HOSTNAME", "",
+       "Address to listen on and publish (host name or IP), overrides "
+       "interface selection"},
       {"GLOO_LITE_TCP_EAGER_BYTES", "65536",
        "Messages up to this size are sent eagerly; larger ones wait for the receiver (rendezvous)"},
       {"GLOO_LITE_TCP_UNEXPECTED_BYTES", "67108864",
@@ -79,11 +82,15 @@ bool knob_bool(const char* name) {
 uint64_t parse_bytes(const std::string& text, const char* what) {
   char* end = nullptr;
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
+  if (end == text.c_str())
+    throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
   uint64_t scale = 1;
-  if (*end == 'K' || *end == 'k') scale = 1ull << 10, ++end;
-  else if (*end == 'M' || *end == 'm') scale = 1ull << 20, ++end;
-  else if (*end == 'G' || *end == 'g') scale = 1ull << 30, ++end;
+  if (*end == 'K' || *end == 'k')
+    scale = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    scale = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    scale = 1ull << 30, ++end;
   if (*end != '\0') throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
   return value * scale;
 }

@@ -23,10 +23,14 @@ const LogSettings& settings() {
   static const LogSettings parsed = [] {
     LogSettings s;
     std::string level = knob_string("GLOO_LITE_LOG");
-    if (level == "error") s.level = LogLevel::kError;
-    else if (level == "info") s.level = LogLevel::kInfo;
-    else if (level == "debug") s.level = LogLevel::kDebug;
-    else if (level == "trace") s.level = LogLevel::kTrace;
+    if (level == "error")
+      s.level = LogLevel::kError;
+    else if (level == "info")
+      s.level = LogLevel::kInfo;
+    else if (level == "debug")
+      s.level = LogLevel::kDebug;
+    else if (level == "trace")
+      s.level = LogLevel::kTrace;
     std::string subsys = knob_string("GLOO_LITE_LOG_SUBSYS");
     s.all_subsystems = subsys.empty() || subsys == "all";
     size_t start = 0;
@@ -48,11 +52,16 @@ std::atomic<int> g_rank{-1};
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "ERROR";
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kTrace: return "TRACE";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kTrace:
+      return "TRACE";
   }
   return "?";
 }

@@ -18,12 +18,12 @@ void log_set_rank(int rank);
 }  // namespace gloo_lite
 
 #define GLOO_LITE_LOG_AT(level, subsys, expr)                             \
-  do {                                                                   \
-    if (::gloo_lite::log_enabled(level, subsys)) {                       \
-      std::ostringstream gloo_lite_log_stream_;                          \
-      gloo_lite_log_stream_ << expr;                                     \
+  do {                                                                    \
+    if (::gloo_lite::log_enabled(level, subsys)) {                        \
+      std::ostringstream gloo_lite_log_stream_;                           \
+      gloo_lite_log_stream_ << expr;                                      \
       ::gloo_lite::log_write(level, subsys, gloo_lite_log_stream_.str()); \
-    }                                                                    \
+    }                                                                     \
   } while (0)
 
 #define LOG_ERROR(subsys, expr) GLOO_LITE_LOG_AT(::gloo_lite::LogLevel::kError, subsys, expr)

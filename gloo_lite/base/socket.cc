@@ -156,8 +156,8 @@ Fd connect_tcp(const SocketAddress& address, const Deadline& deadline, const std
     Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) throw ConnectionError(what + ": socket(): " + errno_text(errno));
     set_nonblocking(fd.get(), true);
-    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage),
-                       address.length);
+    int rc =
+        ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage), address.length);
     if (rc != 0 && errno == EINPROGRESS) {
       pollfd p{fd.get(), POLLOUT, 0};
       int ready = ::poll(&p, 1, deadline.poll_timeout_ms());

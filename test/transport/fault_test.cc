@@ -1,0 +1,184 @@
+// Failures are clear and prompt: size mismatches fail both ends, deadlines name the late peer,
+// a killed or aborting rank makes every survivor fail within 2 s, buffers are never written
+// after a failure or past their end.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "gloo_lite/base/error.h"
+#include "test/transport/harness.h"
+
+namespace gloo_lite::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+long elapsed_ms(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+void sync_pair(Context& context, uint64_t tag) {
+  int peer = 1 - context.rank();
+  int token = 0;
+  auto& mesh = context.mesh();
+  auto out = mesh.register_memory(&token, sizeof(token));
+  int in_token = 0;
+  auto in = mesh.register_memory(&in_token, sizeof(in_token));
+  mesh.wait({mesh.send(peer, tag, *out, 0, 4), mesh.recv(peer, tag, *in, 0, 4)},
+            context.deadline());
+}
+
+class SizeMismatch : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(SizeMismatch, FailsBothEndsAndNeverOverwrites) {
+  size_t sent = GetParam();
+  expect_all_ok(run_context_processes(2, [sent](Context& context) {
+    auto& mesh = context.mesh();
+    if (context.rank() == 0) {
+      std::vector<uint8_t> data(sent, 1);
+      auto memory = mesh.register_memory(data.data(), data.size());
+      try {
+        mesh.wait({mesh.send(1, 3, *memory, 0, sent)}, context.deadline());
+        // An eager send may complete before the receiver's notice; the next operation on the
+        // pair then reports the mismatch.
+        sync_pair(context, 4);
+        ADD_FAILURE() << "the sender never learned of the mismatch";
+      } catch (const MismatchError& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(sent)), std::string::npos) << e.what();
+      }
+    } else {
+      size_t posted = sent / 2;
+      std::vector<uint8_t> buffer(sent, 0xCC);  // room for the whole message: nothing past
+      auto memory = mesh.register_memory(buffer.data(), buffer.size());  // `posted` may change
+      try {
+        mesh.wait({mesh.recv(0, 3, *memory, 0, posted)}, context.deadline());
+        ADD_FAILURE() << "a short receive succeeded";
+      } catch (const MismatchError& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+      }
+      for (size_t i = posted; i < sent; ++i) {
+        ASSERT_EQ(buffer[i], 0xCC) << "byte " << i << " past the posted receive was written";
+      }
+    }
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(EagerAndRendezvous, SizeMismatch, ::testing::Values(1000, 4u << 20));
+
+TEST(Faults, DeadlineNamesTheLatePeer) {
+  expect_all_ok(run_context_processes(3, [](Context& context) {
+    if (context.rank() != 2) {
+      sleep(2);  // rank 0 never sends what rank 2 waits for
+      return;
+    }
+    int value = 0;
+    auto start = Clock::now();
+    try {
+      context.recv(0, &value, sizeof(value), 1, std::chrono::milliseconds(300));
+      ADD_FAILURE() << "receive without a sender completed";
+    } catch (const TimeoutError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tag 1"), std::string::npos) << e.what();
+    }
+    long ms = elapsed_ms(start);
+    EXPECT_GE(ms, 290);
+    EXPECT_LT(ms, 2000);
+  }));
+}
+
+TEST(Faults, TimedOutReceiveNoLongerTouchesItsBuffer) {
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    std::vector<uint8_t> data = make_pattern(0, 1, 5000, 1);
+    if (context.rank() == 0) {
+      sleep(1);
+      context.send(1, data.data(), data.size(), 6);
+      return;
+    }
+    std::vector<uint8_t> first(5000, 0xAB);
+    EXPECT_THROW(context.recv(0, first.data(), first.size(), 6, std::chrono::milliseconds(200)),
+                 TimeoutError);
+    // The message arrives later; it waits for the next receive instead of the cancelled one.
+    std::vector<uint8_t> second(5000);
+    context.recv(0, second.data(), second.size(), 6);
+    EXPECT_EQ(second, data);
+    EXPECT_EQ(first, std::vector<uint8_t>(5000, 0xAB));
+  }));
+}
+
+// Every survivor blocks on a receive from a live peer that never sends; the death of `victim`
+// must still end that wait with a ConnectionError naming the victim within 2 s.
+void expect_prompt_failure(Context& context, int victim, const std::string& expected) {
+  int peer = context.rank() == 0 ? 1 : 0;
+  if (peer == victim) peer = 3 - victim;
+  int value = 0;
+  auto start = Clock::now();
+  try {
+    context.recv(peer, &value, sizeof(value), 99, std::chrono::seconds(30));
+    ADD_FAILURE() << "receive completed although nobody sent";
+  } catch (const ConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_LT(elapsed_ms(start), 2000) << "rank " << context.rank() << " failed too slowly";
+}
+
+TEST(Faults, KilledRankFailsEverySurvivorWithinTwoSeconds) {
+  constexpr int kRanks = 5;
+  constexpr int kVictim = 2;
+  auto results = run_context_processes(kRanks, [](Context& context) {
+    if (context.rank() == kVictim) {
+      usleep(300000);
+      raise(SIGKILL);
+    }
+    expect_prompt_failure(context, kVictim, "rank " + std::to_string(kVictim));
+  });
+  for (const auto& result : results) {
+    if (result.rank == kVictim) {
+      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
+    } else {
+      EXPECT_TRUE(result.ok()) << result.describe();
+    }
+  }
+}
+
+TEST(Faults, AbortingRankTellsEveryPeerWhy) {
+  expect_all_ok(run_context_processes(4, [](Context& context) {
+    if (context.rank() == 3) {
+      usleep(300000);
+      context.abort("out of memory in the data loader");
+      sleep(1);  // stay alive: peers must learn from the message, not from the socket closing
+      return;
+    }
+    expect_prompt_failure(context, 3, "out of memory in the data loader");
+  }));
+}
+
+TEST(Faults, ClosedContextFailsPendingPeerOperations) {
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    if (context.rank() == 0) return;  // destroys its context at once
+    int value = 0;
+    try {
+      context.recv(0, &value, sizeof(value), 1, std::chrono::seconds(30));
+      ADD_FAILURE() << "receive from a closed peer completed";
+    } catch (const ConnectionError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+    }
+  }));
+}
+
+TEST(Faults, InvalidArgumentsAreRejected) {
+  run_context_threads(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    std::vector<uint8_t> buffer(10);
+    auto memory = mesh.register_memory(buffer.data(), buffer.size());
+    EXPECT_THROW(mesh.send(5, 0, *memory, 0, 10), InvalidArgument);
+    EXPECT_THROW(mesh.send(context.rank(), 0, *memory, 0, 10), InvalidArgument);
+    EXPECT_THROW(mesh.recv(1 - context.rank(), 0, *memory, 4, 10), InvalidArgument);
+    EXPECT_THROW(mesh.recv(std::vector<int>{}, 0, *memory, 0, 1), InvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace gloo_lite::test

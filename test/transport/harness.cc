@@ -1,0 +1,50 @@
+#include "test/transport/harness.h"
+
+#include "rendezvous/stores.h"
+#include "transport_tcp/tcp_device.h"
+
+namespace gloo_lite::test {
+
+std::shared_ptr<transport::Device> loopback_device() {
+  tcp::DeviceOptions options;
+  options.hostname = "127.0.0.1";
+  return tcp::create_device(options);
+}
+
+std::vector<ProcessResult> run_context_processes(int ranks, const ContextBody& body,
+                                                 std::chrono::milliseconds timeout,
+                                                 ContextOptions options) {
+  TempDir directory;
+  return run_processes(
+      ranks,
+      [&](int rank) {
+        auto store = make_file_store(directory.path());
+        auto context = Context::create(store, rank, ranks, loopback_device(), options);
+        body(*context);
+      },
+      timeout);
+}
+
+void run_context_threads(int ranks, const ContextBody& body, ContextOptions options) {
+  auto store = make_hash_store();
+  auto device = loopback_device();
+  run_threads(ranks, [&](int rank) {
+    auto context = Context::create(store, rank, ranks, device, options);
+    body(*context);
+  });
+}
+
+std::vector<uint8_t> make_pattern(int src, int dst, size_t bytes, uint64_t salt) {
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = pattern_byte(src, dst, i, salt);
+  return data;
+}
+
+long first_mismatch(const std::vector<uint8_t>& data, int src, int dst, uint64_t salt) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] != pattern_byte(src, dst, i, salt)) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+}  // namespace gloo_lite::test

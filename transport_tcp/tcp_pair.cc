@@ -1,0 +1,161 @@
+// Socket I/O of a pair: the receive state machine (headers through a staging buffer, large
+// payloads straight into their destination) and the send queue (writev of header + user
+// payload, no copy). Always called with the mesh mutex held.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gloo_lite/base/log.h"
+#include "transport_tcp/tcp_mesh.h"
+
+namespace gloo_lite::tcp {
+namespace {
+
+constexpr size_t kStageBytes = 64 * 1024;
+// Payloads at least this large are read straight into their destination, not staged.
+constexpr size_t kDirectReadMin = 4096;
+constexpr int kMaxIov = 64;
+
+}  // namespace
+
+void Pair::on_events(uint32_t events) {
+  std::lock_guard<std::mutex> lock(mesh_->mutex_);
+  if (!open_) return;
+  if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) mesh_->read_pair(*this);
+  if (open_ && (events & EPOLLOUT)) mesh_->write_pair(*this);
+}
+
+void TcpMesh::update_interest(Pair& pair) {
+  if (!pair.open_) return;
+  uint32_t wanted = (pair.rx_state_ == RxState::kBlocked ? 0u : uint32_t{EPOLLIN}) |
+                    (pair.out_.empty() ? 0u : uint32_t{EPOLLOUT});
+  if (wanted != pair.interest_) {
+    loop_->modify(pair.fd_.get(), wanted, &pair);
+    pair.interest_ = wanted;
+  }
+}
+
+void TcpMesh::read_pair(Pair& pair) {
+  if (pair.stage_.empty()) pair.stage_.resize(kStageBytes);
+  while (pair.open_) {
+    // Consume what is staged.
+    while (pair.open_ && pair.rx_state_ != RxState::kBlocked &&
+           pair.stage_end_ > pair.stage_begin_) {
+      size_t staged = pair.stage_end_ - pair.stage_begin_;
+      if (pair.rx_state_ == RxState::kHeader) {
+        if (staged < wire::kHeaderBytes) break;
+        if (!wire::decode_header(&pair.stage_[pair.stage_begin_], &pair.rx_header_)) {
+          lose_pair(pair, "protocol error on the connection to " + describe_peer(pair.peer_) +
+                              ": a frame header is corrupt (a stranger on the port, or memory "
+                              "corruption in the peer)");
+          return;
+        }
+        pair.stage_begin_ += wire::kHeaderBytes;
+        on_frame_header(pair);
+      } else {
+        size_t n = std::min(staged, pair.rx_left_);
+        if (pair.rx_target_ != nullptr) {
+          std::memcpy(pair.rx_target_, &pair.stage_[pair.stage_begin_], n);
+          pair.rx_target_ += n;
+        }
+        pair.stage_begin_ += n;
+        pair.rx_left_ -= n;
+        if (pair.rx_left_ == 0) on_payload_done(pair);
+      }
+    }
+    if (!pair.open_ || pair.rx_state_ == RxState::kBlocked) return;
+
+    ssize_t n;
+    bool direct = pair.rx_state_ == RxState::kPayload && pair.rx_target_ != nullptr &&
+                  pair.rx_left_ >= kDirectReadMin && pair.stage_begin_ == pair.stage_end_;
+    if (direct) {
+      n = ::recv(pair.fd_.get(), pair.rx_target_, pair.rx_left_, MSG_DONTWAIT);
+    } else {
+      // Keep a partial header at the front so the staging buffer never overflows.
+      size_t staged = pair.stage_end_ - pair.stage_begin_;
+      if (pair.stage_begin_ > 0) {
+        std::memmove(pair.stage_.data(), &pair.stage_[pair.stage_begin_], staged);
+        pair.stage_begin_ = 0;
+        pair.stage_end_ = staged;
+      }
+      n = ::recv(pair.fd_.get(), &pair.stage_[pair.stage_end_], pair.stage_.size() - staged,
+                 MSG_DONTWAIT);
+    }
+    if (n > 0) {
+      if (direct) {
+        pair.rx_target_ += n;
+        pair.rx_left_ -= static_cast<size_t>(n);
+        if (pair.rx_left_ == 0) on_payload_done(pair);
+      } else {
+        pair.stage_end_ += static_cast<size_t>(n);
+      }
+      continue;
+    }
+    if (n == 0) {
+      if (closed_) {
+        // We said goodbye and the peer closed its end in answer: the normal end of a pair.
+        pair.open_ = false;
+        return;
+      }
+      lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                          ": the peer closed it without saying goodbye (did rank " +
+                          std::to_string(pair.peer_) + " crash, get killed or exit early?)");
+      return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    if (errno == EINTR) continue;
+    lose_pair(pair,
+              "lost the connection to " + describe_peer(pair.peer_) + ": " + std::strerror(errno));
+    return;
+  }
+}
+
+void TcpMesh::write_pair(Pair& pair) {
+  while (pair.open_ && !pair.out_.empty()) {
+    iovec iov[kMaxIov];
+    int count = 0;
+    for (auto it = pair.out_.begin(); it != pair.out_.end() && count + 2 <= kMaxIov; ++it) {
+      size_t done = it->written;
+      if (done < wire::kHeaderBytes) {
+        iov[count++] = {it->header + done, wire::kHeaderBytes - done};
+        done = 0;
+      } else {
+        done -= wire::kHeaderBytes;
+      }
+      if (it->payload_bytes > done) {
+        iov[count++] = {const_cast<uint8_t*>(it->payload) + done, it->payload_bytes - done};
+      }
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = count;
+    ssize_t n = ::sendmsg(pair.fd_.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                          " while sending: " + std::strerror(errno));
+      return;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 ||
+           (!pair.out_.empty() &&
+            pair.out_.front().written == wire::kHeaderBytes + pair.out_.front().payload_bytes)) {
+      OutFrame& frame = pair.out_.front();
+      size_t total = wire::kHeaderBytes + frame.payload_bytes;
+      size_t take = std::min(left, total - frame.written);
+      frame.written += take;
+      left -= take;
+      if (frame.written < total) break;
+      OpPtr op = std::move(frame.op);
+      pair.out_.pop_front();
+      if (op) complete(op);
+    }
+  }
+  update_interest(pair);
+}
+
+}  // namespace gloo_lite::tcp
