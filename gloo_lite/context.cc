@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -51,7 +52,46 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
       device_(std::move(device)),
       options_(options) {}
 
-Context::~Context() = default;
+struct Context::TagState {
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> scratch;
+  size_t scratch_bytes = 0;
+  std::unique_ptr<transport::Memory> scratch_memory;
+  uint64_t sequence = 0;
+};
+
+Context::~Context() {
+  // Registrations go before the mesh that made them.
+  tags_.clear();
+}
+
+Context::TagState& Context::tag_state(uint16_t tag) {
+  std::lock_guard<std::mutex> lock(tags_mutex_);
+  auto& state = tags_[tag];
+  if (!state) state = std::make_unique<TagState>();
+  return *state;
+}
+
+Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
+  TagState& state = tag_state(tag);
+  if (bytes > state.scratch_bytes || !state.scratch_memory) {
+    // Grow by half again so a sweep of rising sizes reallocates O(log) times.
+    size_t capacity =
+        std::max<size_t>({bytes, state.scratch_bytes + state.scratch_bytes / 2, 4096});
+    capacity = (capacity + 63) / 64 * 64;
+    state.scratch_memory.reset();
+    state.scratch.reset(static_cast<uint8_t*>(std::aligned_alloc(64, capacity)));
+    if (!state.scratch)
+      throw Error("cannot allocate " + std::to_string(capacity) + " bytes of scratch");
+    state.scratch_bytes = capacity;
+    state.scratch_memory = mesh_->register_memory(state.scratch.get(), capacity);
+  }
+  return {state.scratch.get(), state.scratch_memory.get()};
+}
+
+uint64_t Context::next_sequence(uint16_t tag) { return tag_state(tag).sequence++; }
 
 void Context::connect() {
   Deadline deadline = this->deadline();

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,18 @@ class Context : public std::enable_shared_from_this<Context> {
   // Fails this rank's connections with `reason`, telling peers so they fail promptly.
   void abort(const std::string& reason);
 
+  // Per-tag state of the collectives. Collectives with one tag run one at a time (each tag is
+  // one ordered stream of calls); different tags may run concurrently from different threads.
+  struct ScratchSpace {
+    uint8_t* data = nullptr;
+    transport::Memory* memory = nullptr;
+  };
+  // Scratch memory of at least `bytes` for collectives with `tag`: reused across calls and only
+  // grown, so that steady-state collectives allocate (and first-touch) nothing.
+  ScratchSpace scratch(uint16_t tag, size_t bytes);
+  // The sequence number of the next collective with `tag` (0, 1, 2, ...).
+  uint64_t next_sequence(uint16_t tag);
+
  private:
   Context(std::shared_ptr<Store> store, int rank, int size,
           std::shared_ptr<transport::Device> device, ContextOptions options);
@@ -66,6 +80,11 @@ class Context : public std::enable_shared_from_this<Context> {
   ContextOptions options_;
   std::unique_ptr<transport::Mesh> mesh_;
   uint64_t split_count_ = 0;
+
+  struct TagState;
+  std::mutex tags_mutex_;
+  std::map<uint16_t, std::unique_ptr<TagState>> tags_;
+  TagState& tag_state(uint16_t tag);
 };
 
 }  // namespace gloo_lite

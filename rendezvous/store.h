@@ -1,7 +1,7 @@
 // The rendezvous store: how ranks find each other. A small key-value interface with blocking
 // reads bounded by a deadline. Backends: in-process hash (threads as ranks), file (shared
 // directory), TCP (our server), Redis; PrefixStore scopes keys so that jobs and sub-contexts can
-// share one store.
+// share one store. Every backend may be shared by threads; see docs/stores.md.
 #pragma once
 
 #include <cstdint>

@@ -40,8 +40,11 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const;
-  // "tcp://host:port" for GLOO_LITE_STORE.
+  // "tcp://host:port" for GLOO_LITE_STORE; a wildcard bind (0.0.0.0, ::) shows the host name.
   std::string url() const;
+  // Requests executed so far (parked get/wait count once): lets tests and monitoring confirm
+  // that waiting clients do not poll.
+  uint64_t requests_handled() const;
 
  private:
   struct Impl;

@@ -33,6 +33,16 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "Bound on eager payloads buffered before their receive is posted, per context; beyond it "
        "the sender is held back (TCP back-pressure), nothing is dropped"},
       {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)"},
+      {"GLOO_LITE_ALGO", "",
+       "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
+       "for every collective that has it"},
+      {"GLOO_LITE_CHECK", "0",
+       "1: ranks compare each collective's fingerprint (collective, type, count, root, op) "
+       "before moving data and raise MismatchError on disagreement"},
+      {"GLOO_LITE_ALPHA_US", "40", "Cost model: latency of one message step, microseconds"},
+      {"GLOO_LITE_BETA_GBPS", "1.5", "Cost model: point-to-point bandwidth, GB/s"},
+      {"GLOO_LITE_GAMMA_GBPS", "6", "Cost model: reduction throughput, GB/s of input"},
+      {"GLOO_LITE_SIMD", "auto", "Reduction kernels: auto (by CPU features) or portable"},
       {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace"},
       {"GLOO_LITE_LOG_SUBSYS", "all",
        "Comma list of subsystems to log (store, tcp, context, launcher, coll) or all"},
@@ -66,6 +76,16 @@ int64_t knob_int(const char* name) {
   long long value = std::strtoll(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0') {
     throw InvalidArgument(std::string(name) + "='" + text + "' is not an integer");
+  }
+  return value;
+}
+
+double knob_double(const char* name) {
+  std::string text = knob_string(name);
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    throw InvalidArgument(std::string(name) + "='" + text + "' is not a number");
   }
   return value;
 }

@@ -25,6 +25,7 @@ std::string knob_string(const char* name);
 // Parses the knob as an integer; a malformed value throws InvalidArgument naming the knob.
 int64_t knob_int(const char* name);
 std::chrono::milliseconds knob_ms(const char* name);
+double knob_double(const char* name);
 bool knob_bool(const char* name);
 
 // Reads a variable that is not ours (launcher variables such as RANK or SLURM_PROCID).

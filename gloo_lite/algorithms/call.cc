@@ -1,0 +1,71 @@
+#include "gloo_lite/algorithms/call.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace gloo_lite::algo {
+
+const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+size_t Call::total_bytes() const {
+  size_t elements = count;
+  elements = std::max(elements, std::accumulate(blocks.begin(), blocks.end(), size_t{0}));
+  elements = std::max(elements, std::accumulate(recv_blocks.begin(), recv_blocks.end(), size_t{0}));
+  return bytes(elements);
+}
+
+Scratch::Scratch(const Call& call, size_t bytes) {
+  uint16_t tag = static_cast<uint16_t>(call.tag >> 48);
+  Context::ScratchSpace space = call.context->scratch(tag, bytes);
+  data_ = space.data;
+  memory_ = space.memory;
+}
+
+Step::~Step() {
+  for (const auto& request : requests_) call_.mesh->cancel(request);
+}
+
+transport::RequestPtr Step::send(int peer, const transport::Memory& memory, size_t offset,
+                                 size_t bytes) {
+  requests_.push_back(call_.mesh->send(peer, call_.tag, memory, offset, bytes));
+  return requests_.back();
+}
+
+transport::RequestPtr Step::recv(int peer, transport::Memory& memory, size_t offset, size_t bytes) {
+  requests_.push_back(call_.mesh->recv(peer, call_.tag, memory, offset, bytes));
+  return requests_.back();
+}
+
+void Step::wait() {
+  if (requests_.empty()) return;
+  call_.mesh->wait(requests_, call_.deadline);
+  requests_.clear();
+}
+
+void Step::wait(const transport::RequestPtr& request) {
+  call_.mesh->wait({request}, call_.deadline);
+}
+
+}  // namespace gloo_lite::algo

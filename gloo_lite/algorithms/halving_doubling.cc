@@ -1,0 +1,205 @@
+// Halving-doubling allreduce (Rabenseifner, "Optimization of collective reduction operations",
+// ICCS 2004; Thakur, Rabenseifner & Gropp, IJHPCA 2005, section 4): a reduce-scatter by
+// recursive halving (log2 P steps, each exchanging half of the remaining range with the rank at
+// distance P/2, P/4, ...) followed by an allgather by recursive doubling in reverse order. It
+// moves as few bytes as the ring in only 2 log2 P steps.
+//
+// Recursive doubling allreduce exchanges the whole vector at every step (log2 P steps): fewest
+// steps, most bytes, for small messages.
+//
+// Non-power-of-two P: with P' the largest power of two below P and rem = P - P', the first
+// 2*rem ranks pair up; each even one sends its vector to its odd partner (which reduces it) and
+// sits out, receiving the result at the end. The remaining P' ranks run the power-of-two
+// algorithm. This costs 2 extra steps and 2n extra bytes on the critical path, and keeps every
+// other rank's traffic unchanged.
+#include <algorithm>
+#include <vector>
+
+#include "gloo_lite/algorithms/families.h"
+
+namespace gloo_lite::algo {
+namespace {
+
+constexpr size_t kChunkBytes = 256 * 1024;
+
+struct Fold {
+  int p2;         // P': ranks taking part in the core algorithm
+  int rem;        // P - P'
+  int virt;       // this rank's index among the P' (-1 when it sits out)
+  int partner;    // fold partner (-1 if none)
+  bool sits_out;  // an even rank among the first 2*rem
+
+  explicit Fold(const Call& call) {
+    p2 = 1;
+    while (p2 * 2 <= call.size) p2 *= 2;
+    rem = call.size - p2;
+    int q = call.rank;
+    sits_out = q < 2 * rem && q % 2 == 0;
+    partner = q < 2 * rem ? (q % 2 == 0 ? q + 1 : q - 1) : -1;
+    virt = sits_out ? -1 : (q < 2 * rem ? q / 2 : q - rem);
+  }
+  int real(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
+};
+
+// Receives `elements` into scratch from `peer` while sending the range [send_begin,
+// +send_elements) of `from` (when `from` is not null), both cut into the same chunks, and
+// reduces each received chunk into the output at `reduce_begin` as soon as it lands:
+// out = current ⊕ received.
+void exchange_and_reduce(const Call& call, Step& step, Scratch& scratch, int peer,
+                         const transport::Memory* from, size_t send_begin, size_t send_elements,
+                         const uint8_t* current, size_t reduce_begin, size_t elements) {
+  size_t per = std::max<size_t>(1, kChunkBytes / call.element);
+  std::vector<transport::RequestPtr> receives;
+  for (size_t done = 0; done < elements || (done == 0 && elements == 0); done += per) {
+    size_t n = std::min(per, elements - done);
+    receives.push_back(step.recv(peer, scratch.memory(), call.bytes(done), call.bytes(n)));
+    if (elements == 0) break;
+  }
+  for (size_t done = 0; from && (done < send_elements || done == 0); done += per) {
+    size_t n = std::min(per, send_elements - done);
+    step.send(peer, *from, call.bytes(send_begin + done), call.bytes(n));
+    if (send_elements == 0) break;
+  }
+  size_t done = 0;
+  for (const auto& request : receives) {
+    step.wait(request);
+    size_t n = std::min(per, elements - done);
+    size_t at = call.bytes(reduce_begin + done);
+    call.reduce_to(call.output + at, current + at, scratch.data() + call.bytes(done), n);
+    done += n;
+  }
+  step.wait();
+}
+
+// The fold before the core: returns where this rank's current vector lives.
+const uint8_t* fold_in(const Call& call, const Fold& fold, Step& step, Scratch& scratch) {
+  if (fold.partner < 0) return call.input;
+  if (fold.sits_out) {
+    step.send(fold.partner, *call.input_memory, 0, call.bytes(call.count));
+    step.wait();
+    return nullptr;
+  }
+  exchange_and_reduce(call, step, scratch, fold.partner, nullptr, 0, 0, call.input, 0, call.count);
+  return call.output;
+}
+
+void fold_out(const Call& call, const Fold& fold, Step& step) {
+  if (fold.partner < 0) return;
+  if (fold.sits_out) {
+    step.recv(fold.partner, *call.output_memory, 0, call.bytes(call.count));
+  } else {
+    step.send(fold.partner, *call.output_memory, 0, call.bytes(call.count));
+  }
+  step.wait();
+}
+
+// Sizes of the halves exchanged by one halving step.
+struct Level {
+  size_t begin, mid, end;
+  bool lower;  // this rank keeps [begin, mid)
+};
+
+void halving_doubling_run(const Call& call) {
+  Fold fold(call);
+  Step step(call);
+  // Received halves (at most the whole vector, from a folding partner) land here.
+  Scratch pool(call, call.bytes(std::max<size_t>(call.count, 1)));
+  const uint8_t* current = fold_in(call, fold, step, pool);
+  if (!fold.sits_out) {
+    const transport::Memory* current_memory =
+        current == call.input ? call.input_memory : call.output_memory;
+    std::vector<Level> levels;
+    size_t begin = 0;
+    size_t end = call.count;
+    for (int d = fold.p2 / 2; d >= 1; d /= 2) {
+      int peer = fold.real(fold.virt ^ d);
+      size_t mid = begin + (end - begin) / 2;
+      bool lower = (fold.virt & d) == 0;
+      levels.push_back({begin, mid, end, lower});
+      size_t keep_begin = lower ? begin : mid;
+      size_t keep_end = lower ? mid : end;
+      size_t send_begin = lower ? mid : begin;
+      size_t send_end = lower ? end : mid;
+      exchange_and_reduce(call, step, pool, peer, current_memory, send_begin, send_end - send_begin,
+                          current, keep_begin, keep_end - keep_begin);
+      current = call.output;
+      current_memory = call.output_memory;
+      begin = keep_begin;
+      end = keep_end;
+    }
+    // Recursive doubling allgather: undo the levels, swapping final halves with each partner.
+    for (int i = static_cast<int>(levels.size()) - 1; i >= 0; --i) {
+      const Level& level = levels[i];
+      int d = fold.p2 >> (i + 1);
+      int peer = fold.real(fold.virt ^ d);
+      size_t own_begin = level.lower ? level.begin : level.mid;
+      size_t own_end = level.lower ? level.mid : level.end;
+      size_t other_begin = level.lower ? level.mid : level.begin;
+      size_t other_end = level.lower ? level.end : level.mid;
+      step.recv(peer, *call.output_memory, call.bytes(other_begin),
+                call.bytes(other_end - other_begin));
+      step.send(peer, *call.output_memory, call.bytes(own_begin), call.bytes(own_end - own_begin));
+      step.wait();
+    }
+  }
+  fold_out(call, fold, step);
+}
+
+void recursive_doubling_run(const Call& call) {
+  Fold fold(call);
+  Step step(call);
+  Scratch pool(call, call.bytes(std::max<size_t>(call.count, 1)));
+  const uint8_t* current = fold_in(call, fold, step, pool);
+  if (!fold.sits_out) {
+    for (int d = 1; d < fold.p2; d *= 2) {
+      int peer = fold.real(fold.virt ^ d);
+      const transport::Memory& from =
+          current == call.input ? *call.input_memory : *call.output_memory;
+      // The whole vector goes out while the partner's comes in: reduce only once our send has
+      // left, since it may read the very buffer the reduction writes.
+      step.recv(peer, pool.memory(), 0, call.bytes(call.count));
+      step.send(peer, from, 0, call.bytes(call.count));
+      step.wait();
+      call.reduce_to(call.output, current, pool.data(), call.count);
+      current = call.output;
+    }
+  }
+  fold_out(call, fold, step);
+}
+
+double fold_cost(const Call& call, const CostModel& m) {
+  Fold fold(call);
+  double n = call.bytes(call.count);
+  return fold.rem > 0 ? 2 * m.alpha + 2 * n * m.beta + n * m.gamma : 0;
+}
+
+double halving_doubling_cost(const Call& call, const CostModel& m) {
+  Fold fold(call);
+  double p = fold.p2;
+  double n = call.bytes(call.count);
+  double steps = 2 * ceil_log2(fold.p2);
+  return steps * m.alpha + 2 * (p - 1) / p * n * m.beta + (p - 1) / p * n * m.gamma +
+         fold_cost(call, m);
+}
+
+double recursive_doubling_cost(const Call& call, const CostModel& m) {
+  Fold fold(call);
+  double steps = ceil_log2(fold.p2);
+  double n = call.bytes(call.count);
+  return steps * (m.alpha + n * m.beta + n * m.gamma) + fold_cost(call, m);
+}
+
+bool always(const Call&) { return true; }
+
+}  // namespace
+
+std::vector<Algorithm> halving_doubling_algorithms() {
+  return {
+      {"halving_doubling", Collective::kAllreduce, always, halving_doubling_cost,
+       halving_doubling_run},
+      {"recursive_doubling", Collective::kAllreduce, always, recursive_doubling_cost,
+       recursive_doubling_run},
+  };
+}
+
+}  // namespace gloo_lite::algo

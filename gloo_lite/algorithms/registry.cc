@@ -1,0 +1,126 @@
+#include "gloo_lite/algorithms/registry.h"
+
+#include <limits>
+#include <map>
+
+#include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::algo {
+
+const CostModel& CostModel::get() {
+  static const CostModel model{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
+                               1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
+                               1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9)};
+  return model;
+}
+
+const std::vector<Algorithm>& all_algorithms() {
+  static const std::vector<Algorithm> table = [] {
+    std::vector<Algorithm> all;
+    for (auto family :
+         {ring_algorithms, halving_doubling_algorithms, tree_algorithms, direct_algorithms,
+          bruck_algorithms, pairwise_algorithms, dissemination_algorithms}) {
+      for (const Algorithm& algorithm : family()) all.push_back(algorithm);
+    }
+    return all;
+  }();
+  return table;
+}
+
+int ceil_log2(int n) {
+  int log = 0;
+  while ((1 << log) < n) ++log;
+  return log;
+}
+
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+namespace {
+
+// GLOO_LITE_ALGO: "allreduce:ring;broadcast:tree", or a bare name that applies to every
+// collective offering it.
+std::string env_choice(Collective collective) {
+  static const std::map<std::string, std::string> choices = [] {
+    std::map<std::string, std::string> parsed;
+    std::string spec = knob_string("GLOO_LITE_ALGO");
+    size_t start = 0;
+    while (start < spec.size()) {
+      size_t end = spec.find_first_of(";,", start);
+      if (end == std::string::npos) end = spec.size();
+      std::string item = spec.substr(start, end - start);
+      size_t colon = item.find(':');
+      if (colon == std::string::npos) {
+        parsed["*"] = item;
+      } else {
+        parsed[item.substr(0, colon)] = item.substr(colon + 1);
+      }
+      start = end + 1;
+    }
+    return parsed;
+  }();
+  auto found = choices.find(collective_name(collective));
+  if (found != choices.end()) return found->second;
+  found = choices.find("*");
+  return found != choices.end() ? found->second : "auto";
+}
+
+std::string offered(Collective collective, const Call& call) {
+  std::string names;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != collective) continue;
+    names += std::string(names.empty() ? "" : ", ") + algorithm.name;
+    if (!algorithm.supports(call)) names += " (not for this call)";
+  }
+  return names;
+}
+
+}  // namespace
+
+const Algorithm* find_algorithm(Collective collective, const std::string& name) {
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective == collective && name == algorithm.name) return &algorithm;
+  }
+  return nullptr;
+}
+
+const Algorithm& choose_algorithm(const Call& call, const std::string& requested) {
+  const char* collective = collective_name(call.collective);
+  if (!requested.empty() && requested != "auto") {
+    const Algorithm* algorithm = find_algorithm(call.collective, requested);
+    if (algorithm == nullptr) {
+      throw InvalidArgument(std::string(collective) + ": no algorithm named '" + requested +
+                            "'; available: " + offered(call.collective, call));
+    }
+    if (!algorithm->supports(call)) {
+      throw InvalidArgument(std::string(collective) + ": algorithm '" + requested +
+                            "' does not support this call (P = " + std::to_string(call.size) +
+                            "); available: " + offered(call.collective, call));
+    }
+    return *algorithm;
+  }
+  std::string from_env = env_choice(call.collective);
+  if (from_env != "auto") {
+    const Algorithm* algorithm = find_algorithm(call.collective, from_env);
+    // A name meant for other collectives, or one that does not fit this call, falls back to
+    // the tuner rather than failing a job that set it globally.
+    if (algorithm != nullptr && algorithm->supports(call)) return *algorithm;
+  }
+  const Algorithm* best = nullptr;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
+    double cost = algorithm.cost(call, CostModel::get());
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = &algorithm;
+    }
+  }
+  if (best == nullptr) {
+    throw InvalidArgument(std::string(collective) + ": no algorithm supports this call");
+  }
+  return *best;
+}
+
+}  // namespace gloo_lite::algo

@@ -1,0 +1,46 @@
+// The algorithm registry and the tuner. Each algorithm family registers, per collective it
+// implements, a name, a `supports` predicate, a cost estimate from the latency-bandwidth model
+// (t = steps*alpha + bytes_on_wire*beta + bytes_reduced*gamma, as docs/algorithms.md derives for
+// each) and `run`. `auto` takes the cheapest supported algorithm; GLOO_LITE_ALGO or the call's
+// option names one instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gloo_lite/algorithms/call.h"
+
+namespace gloo_lite::algo {
+
+struct CostModel {
+  double alpha;  // seconds per message step
+  double beta;   // seconds per byte on the wire
+  double gamma;  // seconds per byte of reduction input
+  // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS.
+  static const CostModel& get();
+};
+
+struct Algorithm {
+  const char* name;
+  Collective collective;
+  bool (*supports)(const Call& call);
+  double (*cost)(const Call& call, const CostModel& model);  // seconds
+  void (*run)(const Call& call);
+};
+
+// Every registered algorithm, in registry order.
+const std::vector<Algorithm>& all_algorithms();
+
+// The algorithm for this call: `requested` ("auto" or a name) from the call's options, else
+// GLOO_LITE_ALGO's entry for this collective, else the cheapest supported. An unknown or
+// unsupported name throws InvalidArgument listing what this collective offers.
+const Algorithm& choose_algorithm(const Call& call, const std::string& requested);
+
+// The algorithm of this collective with this name, or nullptr.
+const Algorithm* find_algorithm(Collective collective, const std::string& name);
+
+// log2 helpers for cost formulas.
+int ceil_log2(int n);
+bool is_power_of_two(int n);
+
+}  // namespace gloo_lite::algo

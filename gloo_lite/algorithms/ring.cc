@@ -1,0 +1,234 @@
+// Ring algorithms (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+// workstations", JPDC 2009): every rank talks only to its neighbours, and each link carries
+// (P-1)/P of the data per phase, which is optimal in bandwidth.
+//
+// One loop serves allreduce, reduce_scatter and allgather. At step t rank r sends block
+// (r-t-shift) mod P to its right neighbour and receives block (r-t-1-shift) mod P from its left
+// one. During the reduce steps a received block is combined with the rank's own input block;
+// during the gather steps it is final and lands directly in the output. Allreduce is P-1 reduce
+// steps then P-1 gather steps; reduce_scatter is the reduce steps alone (shift 1, so rank r ends
+// with block r); allgather is the gather steps alone.
+//
+// Blocks are cut into chunks and a chunk is forwarded as soon as it is reduced, so reduction
+// overlaps the wire and step t+1 starts before step t ends. Receives are posted one step
+// ahead, so payloads land straight in their buffers rather than in the unexpected queue.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "gloo_lite/algorithms/families.h"
+
+namespace gloo_lite::algo {
+namespace {
+
+// Pipelining granularity: large enough that per-message costs are small against the payload,
+// small enough that a block is several chunks.
+constexpr size_t kChunkBytes = 256 * 1024;
+
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+struct Range {
+  size_t begin;   // elements
+  size_t length;  // elements
+};
+
+// Block b when `count` elements are cut into P nearly equal blocks.
+Range even_block(size_t count, int blocks, int b) {
+  size_t base = count / blocks;
+  size_t extra = count % blocks;
+  size_t begin = b * base + std::min<size_t>(b, extra);
+  return {begin, base + (static_cast<size_t>(b) < extra ? 1 : 0)};
+}
+
+// A place holding one block: registered memory plus the byte offset of the block's start.
+struct Place {
+  transport::Memory* memory;
+  size_t offset;
+  uint8_t* pointer() const { return memory->data() + offset; }
+};
+
+struct RingPlan {
+  int reduce_steps = 0;
+  int gather_steps = 0;
+  int shift = 0;
+  std::vector<Range> blocks;
+  // This rank's own contribution to block b (reduce steps) or the block itself (gather).
+  std::function<Place(int b)> own;
+  // Where the block received at step t goes; unset for reduce_scatter, whose partial sums
+  // live in pooled scratch and whose last block goes to the output.
+  std::function<Place(int t, int b)> target;
+};
+
+size_t chunk_elements(const Call& call) { return std::max<size_t>(1, kChunkBytes / call.element); }
+
+// Chunks of a block, at least one (an empty block still sends one empty message, which keeps
+// both neighbours' message sequences identical without special cases).
+std::vector<Range> chunks_of(const Call& call, Range block) {
+  std::vector<Range> chunks;
+  size_t per = chunk_elements(call);
+  for (size_t done = 0; done < block.length || chunks.empty(); done += per) {
+    chunks.push_back({done, std::min(per, block.length - std::min(done, block.length))});
+  }
+  return chunks;
+}
+
+void ring_loop(const Call& call, const RingPlan& plan) {
+  const int p = call.size;
+  const int r = call.rank;
+  const int right = mod(r + 1, p);
+  const int left = mod(r - 1, p);
+  const int steps = plan.reduce_steps + plan.gather_steps;
+  const bool partials = !plan.target;
+  size_t max_block = 0;
+  for (const Range& block : plan.blocks) max_block = std::max(max_block, block.length);
+  // Slots 0-1: receives of this step and the next (posted ahead), during reduce steps.
+  // Slots 2-3: reduce_scatter's partial sums, alternating by step.
+  const size_t slot_bytes = call.bytes(max_block);
+  Scratch scratch(call, plan.reduce_steps > 0 ? (partials ? 4 : 2) * slot_bytes : 0);
+  Step step(call);
+  auto send_block = [&](int t) { return mod(r - t - plan.shift, p); };
+  auto recv_block = [&](int t) { return mod(r - t - 1 - plan.shift, p); };
+  auto slot = [&](int index) { return Place{&scratch.memory(), index * slot_bytes}; };
+  auto target = [&](int t, int b) {
+    if (!partials) return plan.target(t, b);
+    return t + 1 == steps ? Place{call.output_memory, 0} : slot(2 + t % 2);
+  };
+
+  std::vector<std::vector<transport::RequestPtr>> receives(steps);
+  std::vector<std::vector<transport::RequestPtr>> sends_from(steps);
+  auto post_receives = [&](int t) {
+    int b = recv_block(t);
+    Place into = t < plan.reduce_steps ? slot(t % 2) : target(t, b);
+    for (const Range& chunk : chunks_of(call, plan.blocks[b])) {
+      receives[t].push_back(step.recv(left, *into.memory, into.offset + call.bytes(chunk.begin),
+                                      call.bytes(chunk.length)));
+    }
+  };
+  auto send_chunk = [&](Place from, Range chunk) {
+    return step.send(right, *from.memory, from.offset + call.bytes(chunk.begin),
+                     call.bytes(chunk.length));
+  };
+
+  post_receives(0);
+  for (const Range& chunk : chunks_of(call, plan.blocks[send_block(0)])) {
+    send_chunk(plan.own(send_block(0)), chunk);
+  }
+  for (int t = 0; t < steps; ++t) {
+    if (t + 1 < steps) post_receives(t + 1);
+    // A partial-sum slot is rewritten two steps later: its sends must have left by then.
+    if (partials && t >= 2) {
+      for (const auto& request : sends_from[t - 2]) step.wait(request);
+    }
+    int b = recv_block(t);
+    Place result = target(t, b);
+    std::vector<Range> chunks = chunks_of(call, plan.blocks[b]);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const Range& chunk = chunks[c];
+      step.wait(receives[t][c]);
+      if (t < plan.reduce_steps) {
+        size_t at = call.bytes(chunk.begin);
+        call.reduce_to(result.pointer() + at, plan.own(b).pointer() + at,
+                       slot(t % 2).pointer() + at, chunk.length);
+      }
+      // What arrived (and was reduced) at step t is what goes out at step t+1.
+      if (t + 1 < steps) sends_from[t].push_back(send_chunk(result, chunk));
+    }
+  }
+  step.wait();
+}
+
+// ---- allreduce ----
+double allreduce_cost(const Call& call, const CostModel& m) {
+  double p = call.size;
+  double n = call.bytes(call.count);
+  return 2 * (p - 1) * m.alpha + 2 * (p - 1) / p * n * m.beta + (p - 1) / p * n * m.gamma;
+}
+void allreduce_run(const Call& call) {
+  RingPlan plan;
+  plan.reduce_steps = call.size - 1;
+  plan.gather_steps = call.size - 1;
+  for (int b = 0; b < call.size; ++b) plan.blocks.push_back(even_block(call.count, call.size, b));
+  plan.own = [&](int b) { return Place{call.input_memory, call.bytes(plan.blocks[b].begin)}; };
+  plan.target = [&](int, int b) {
+    return Place{call.output_memory, call.bytes(plan.blocks[b].begin)};
+  };
+  ring_loop(call, plan);
+}
+
+// ---- reduce_scatter ----
+double reduce_scatter_cost(const Call& call, const CostModel& m) {
+  double p = call.size;
+  double n = call.total_bytes();
+  return (p - 1) * m.alpha + (p - 1) / p * n * (m.beta + m.gamma);
+}
+void reduce_scatter_run(const Call& call) {
+  RingPlan plan;
+  plan.reduce_steps = call.size - 1;
+  plan.shift = 1;  // the last reduce step then delivers block r to rank r
+  for (int b = 0; b < call.size; ++b) plan.blocks.push_back({0, call.blocks[b]});
+  plan.own = [&](int b) { return Place{call.input_memory, call.bytes(call.offsets[b])}; };
+  ring_loop(call, plan);
+}
+
+// ---- allgather (in place: own block already at its offset) ----
+double allgather_cost(const Call& call, const CostModel& m) {
+  double p = call.size;
+  return (p - 1) * m.alpha + (p - 1) / p * call.total_bytes() * m.beta;
+}
+void allgather_run(const Call& call) {
+  RingPlan plan;
+  plan.gather_steps = call.size - 1;
+  for (int b = 0; b < call.size; ++b) plan.blocks.push_back({0, call.blocks[b]});
+  plan.own = [&](int b) { return Place{call.output_memory, call.bytes(call.offsets[b])}; };
+  plan.target = [&](int, int b) { return Place{call.output_memory, call.bytes(call.offsets[b])}; };
+  ring_loop(call, plan);
+}
+
+// ---- broadcast: a pipelined chain root -> root+1 -> ... ----
+// Each rank receives the vector once and forwards it chunk by chunk, so for large vectors the
+// time approaches n*beta regardless of P (a binomial tree needs log2(P)*n*beta).
+double broadcast_cost(const Call& call, const CostModel& m) {
+  double n = call.bytes(call.count);
+  double chunk = std::min<double>(n, kChunkBytes);
+  double chunks = std::max(1.0, n / kChunkBytes);
+  double steps = call.size - 2 + chunks;
+  return steps * m.alpha + (n + (call.size - 2) * chunk) * m.beta;
+}
+void broadcast_run(const Call& call) {
+  int p = call.size;
+  int v = mod(call.rank - call.root, p);
+  int prev = mod(call.rank - 1, p);
+  int next = mod(call.rank + 1, p);
+  Step step(call);
+  std::vector<Range> chunks = chunks_of(call, {0, call.count});
+  std::vector<transport::RequestPtr> receives;
+  if (v > 0) {
+    for (const Range& chunk : chunks) {
+      receives.push_back(
+          step.recv(prev, *call.output_memory, call.bytes(chunk.begin), call.bytes(chunk.length)));
+    }
+  }
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    if (v > 0) step.wait(receives[c]);
+    if (v < p - 1) {
+      step.send(next, *call.output_memory, call.bytes(chunks[c].begin),
+                call.bytes(chunks[c].length));
+    }
+  }
+  step.wait();
+}
+
+bool always(const Call&) { return true; }
+
+}  // namespace
+
+std::vector<Algorithm> ring_algorithms() {
+  return {
+      {"ring", Collective::kAllreduce, always, allreduce_cost, allreduce_run},
+      {"ring", Collective::kReduceScatter, always, reduce_scatter_cost, reduce_scatter_run},
+      {"ring", Collective::kAllgather, always, allgather_cost, allgather_run},
+      {"ring", Collective::kBroadcast, always, broadcast_cost, broadcast_run},
+  };
+}
+
+}  // namespace gloo_lite::algo

@@ -1,0 +1,235 @@
+// The public collectives: validate arguments, describe the call (layout, counts, tag,
+// deadline), optionally cross-check it between ranks, pick an algorithm, run it.
+#include "gloo_lite/collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "gloo_lite/algorithms/registry.h"
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "gloo_lite/fingerprint.h"
+
+namespace gloo_lite {
+namespace {
+
+using algo::Call;
+using algo::Collective;
+
+Call describe(Context& context, Collective collective, DataType type, ReduceOp op, int root,
+              const CollectiveOptions& options) {
+  const char* name = algo::collective_name(collective);
+  if (root < 0 || root >= context.size()) {
+    throw InvalidArgument(std::string(name) + ": root " + std::to_string(root) +
+                          " is not a rank of this context (size " + std::to_string(context.size()) +
+                          ")");
+  }
+  if (op == ReduceOp::kCustom && !options.custom) {
+    throw InvalidArgument(std::string(name) + ": ReduceOp::kCustom needs options.custom");
+  }
+  Call call;
+  call.context = &context;
+  call.mesh = &context.mesh();
+  call.rank = context.rank();
+  call.size = context.size();
+  call.collective = collective;
+  call.type = type;
+  call.element = element_size(type);
+  call.op = op;
+  call.custom = op == ReduceOp::kCustom ? &options.custom : nullptr;
+  call.root = root;
+  uint64_t sequence = context.next_sequence(options.tag);
+  call.tag = (uint64_t{options.tag} << 48) | (sequence & kSequenceMask);
+  call.deadline =
+      Deadline::after(options.timeout.count() > 0 ? options.timeout : context.timeout());
+  return call;
+}
+
+void set_blocks(Call& call, const std::vector<size_t>& blocks, const char* what) {
+  if (static_cast<int>(blocks.size()) != call.size) {
+    throw InvalidArgument(std::string(algo::collective_name(call.collective)) + ": " + what +
+                          " has " + std::to_string(blocks.size()) + " entries for " +
+                          std::to_string(call.size) + " ranks");
+  }
+  call.blocks = blocks;
+  call.offsets.assign(blocks.size(), 0);
+  std::partial_sum(blocks.begin(), blocks.end() - 1, call.offsets.begin() + 1);
+}
+
+void require_buffer(const Call& call, const void* pointer, size_t elements, const char* what) {
+  if (pointer == nullptr && elements > 0) {
+    throw InvalidArgument(std::string(algo::collective_name(call.collective)) + " on rank " +
+                          std::to_string(call.rank) + ": " + what + " is null for " +
+                          std::to_string(elements) + " elements");
+  }
+}
+
+// Registers the buffers, checks, runs. `input_elements`/`output_elements` size the regions.
+void run(Call& call, const void* input, size_t input_elements, void* output, size_t output_elements,
+         const CollectiveOptions& options) {
+  require_buffer(call, input, input_elements, "the input buffer");
+  require_buffer(call, output, output_elements, "the output buffer");
+  const algo::Algorithm& algorithm = algo::choose_algorithm(call, options.algorithm);
+  if (options.check || knob_bool("GLOO_LITE_CHECK")) {
+    check_fingerprints(call, algorithm.name);
+  }
+  if (call.size == 1) {
+    // One rank: the result is the input.
+    if (output != nullptr && input != nullptr && output != input) {
+      std::memmove(output, input, call.bytes(std::min(input_elements, output_elements)));
+    }
+    return;
+  }
+  auto& mesh = *call.mesh;
+  std::unique_ptr<transport::Memory> input_memory;
+  std::unique_ptr<transport::Memory> output_memory;
+  if (output != nullptr) {
+    output_memory = mesh.register_memory(output, call.bytes(output_elements));
+  }
+  if (input != nullptr && input != output) {
+    input_memory = mesh.register_memory(const_cast<void*>(input), call.bytes(input_elements));
+  }
+  call.input = static_cast<const uint8_t*>(input);
+  call.output = static_cast<uint8_t*>(output);
+  call.output_memory = output_memory.get();
+  call.input_memory = input == output ? output_memory.get() : input_memory.get();
+  LOG_TRACE("coll", algo::collective_name(call.collective)
+                        << " with " << algorithm.name << ", " << call.total_bytes() << " bytes");
+  algorithm.run(call);
+}
+
+}  // namespace
+
+void allreduce(Context& context, const void* input, void* output, size_t count, DataType type,
+               ReduceOp op, const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kAllreduce, type, op, 0, options);
+  call.count = count;
+  run(call, input, count, output, count, options);
+  if (op == ReduceOp::kAvg) finish_average(output, count, type, context.size());
+}
+
+void reduce(Context& context, const void* input, void* output, size_t count, DataType type,
+            ReduceOp op, int root, const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kReduce, type, op, root, options);
+  call.count = count;
+  bool is_root = context.rank() == root;
+  run(call, input, count, is_root ? output : nullptr, is_root ? count : 0, options);
+  if (is_root && op == ReduceOp::kAvg) finish_average(output, count, type, context.size());
+}
+
+void reduce_scatterv(Context& context, const void* input, void* output,
+                     const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                     const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kReduceScatter, type, op, 0, options);
+  set_blocks(call, recv_counts, "recv_counts");
+  size_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+  size_t mine = recv_counts[context.rank()];
+  run(call, input, total, output, mine, options);
+  if (op == ReduceOp::kAvg) finish_average(output, mine, type, context.size());
+}
+
+void reduce_scatter(Context& context, const void* input, void* output, size_t recv_count,
+                    DataType type, ReduceOp op, const CollectiveOptions& options) {
+  reduce_scatterv(context, input, output, std::vector<size_t>(context.size(), recv_count), type, op,
+                  options);
+}
+
+void allgatherv(Context& context, const void* input, void* output,
+                const std::vector<size_t>& counts, DataType type,
+                const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kAllgather, type, ReduceOp::kSum, 0, options);
+  set_blocks(call, counts, "counts");
+  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  size_t mine = counts[context.rank()];
+  // In place when the input already sits at this rank's block of the output.
+  const uint8_t* own = static_cast<const uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
+  if (input == own) input = output;
+  if (input != output && mine > 0) {
+    // Our own block: the one copy an out-of-place allgather needs.
+    std::memcpy(const_cast<uint8_t*>(own), input, call.bytes(mine));
+  }
+  run(call, output, total, output, total, options);
+}
+
+void allgather(Context& context, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options) {
+  allgatherv(context, input, output, std::vector<size_t>(context.size(), count), type, options);
+}
+
+void gatherv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+             DataType type, int root, const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kGather, type, ReduceOp::kSum, root, options);
+  set_blocks(call, counts, "counts");
+  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  bool is_root = context.rank() == root;
+  run(call, input, counts[context.rank()], is_root ? output : nullptr, is_root ? total : 0,
+      options);
+}
+
+void gather(Context& context, const void* input, void* output, size_t count, DataType type,
+            int root, const CollectiveOptions& options) {
+  gatherv(context, input, output, std::vector<size_t>(context.size(), count), type, root, options);
+}
+
+void scatterv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+              DataType type, int root, const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kScatter, type, ReduceOp::kSum, root, options);
+  set_blocks(call, counts, "counts");
+  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  bool is_root = context.rank() == root;
+  run(call, is_root ? input : nullptr, is_root ? total : 0, output, counts[context.rank()],
+      options);
+}
+
+void scatter(Context& context, const void* input, void* output, size_t count, DataType type,
+             int root, const CollectiveOptions& options) {
+  scatterv(context, input, output, std::vector<size_t>(context.size(), count), type, root, options);
+}
+
+void broadcast(Context& context, void* data, size_t count, DataType type, int root,
+               const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kBroadcast, type, ReduceOp::kSum, root, options);
+  call.count = count;
+  run(call, data, count, data, count, options);
+}
+
+void alltoallv(Context& context, const void* input, const std::vector<size_t>& send_counts,
+               void* output, const std::vector<size_t>& recv_counts, DataType type,
+               const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kAlltoall, type, ReduceOp::kSum, 0, options);
+  set_blocks(call, send_counts, "send_counts");
+  if (static_cast<int>(recv_counts.size()) != context.size()) {
+    throw InvalidArgument("alltoallv: recv_counts has " + std::to_string(recv_counts.size()) +
+                          " entries for " + std::to_string(context.size()) + " ranks");
+  }
+  call.recv_blocks = recv_counts;
+  call.recv_offsets.assign(recv_counts.size(), 0);
+  std::partial_sum(recv_counts.begin(), recv_counts.end() - 1, call.recv_offsets.begin() + 1);
+  size_t sent = std::accumulate(send_counts.begin(), send_counts.end(), size_t{0});
+  size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+  if (input == output && input != nullptr) {
+    throw InvalidArgument("alltoall(v): input and output must be different buffers");
+  }
+  if (send_counts[context.rank()] != recv_counts[context.rank()]) {
+    throw InvalidArgument("alltoallv on rank " + std::to_string(context.rank()) +
+                          ": the block to itself is " +
+                          std::to_string(send_counts[context.rank()]) + " elements sent but " +
+                          std::to_string(recv_counts[context.rank()]) + " received");
+  }
+  run(call, input, sent, output, received, options);
+}
+
+void alltoall(Context& context, const void* input, void* output, size_t count, DataType type,
+              const CollectiveOptions& options) {
+  std::vector<size_t> counts(context.size(), count);
+  alltoallv(context, input, counts, output, counts, type, options);
+}
+
+void barrier(Context& context, const CollectiveOptions& options) {
+  Call call = describe(context, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, options);
+  run(call, nullptr, 0, nullptr, 0, options);
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,96 @@
+// The collectives API. Every call is collective over the context: all ranks call it with
+// matching arguments (same count, type, op, root; v-variants: same count arrays). In-place
+// when the input and output pointers are equal (MPI_IN_PLACE semantics: for rooted collectives
+// only the root's buffers may alias). Errors are exceptions (gloo_lite/base/error.h).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/context.h"
+#include "gloo_lite/types.h"
+
+namespace gloo_lite {
+
+struct CollectiveOptions {
+  // "auto" (the tuner picks) or an algorithm name: ring, halving_doubling, recursive_doubling,
+  // tree, bruck, pairwise, dissemination, direct. Overrides GLOO_LITE_ALGO for this call.
+  std::string algorithm = "auto";
+  // 0: the context's timeout.
+  std::chrono::milliseconds timeout{0};
+  // Independent streams of collectives on one context (e.g. one per thread) use different tags;
+  // collectives with the same tag must be called in the same order on every rank.
+  uint16_t tag = 0;
+  // For ReduceOp::kCustom.
+  ReduceFunction custom;
+  // Compare (collective, type, count, root, op) across ranks before moving data and throw
+  // MismatchError on disagreement. Also on with GLOO_LITE_CHECK=1.
+  bool check = false;
+};
+
+void allreduce(Context& context, const void* input, void* output, size_t count, DataType type,
+               ReduceOp op, const CollectiveOptions& options = {});
+// Result lands in `output` on `root` only (output may be null elsewhere).
+void reduce(Context& context, const void* input, void* output, size_t count, DataType type,
+            ReduceOp op, int root, const CollectiveOptions& options = {});
+// input holds size*recv_count elements; rank r receives block r, reduced.
+void reduce_scatter(Context& context, const void* input, void* output, size_t recv_count,
+                    DataType type, ReduceOp op, const CollectiveOptions& options = {});
+// Variable blocks: input holds sum(recv_counts); rank r receives recv_counts[r] elements.
+void reduce_scatterv(Context& context, const void* input, void* output,
+                     const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                     const CollectiveOptions& options = {});
+// output holds size*count elements, block r from rank r. In-place: input == output + rank*count.
+void allgather(Context& context, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options = {});
+void allgatherv(Context& context, const void* input, void* output,
+                const std::vector<size_t>& counts, DataType type,
+                const CollectiveOptions& options = {});
+void gather(Context& context, const void* input, void* output, size_t count, DataType type,
+            int root, const CollectiveOptions& options = {});
+void gatherv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+             DataType type, int root, const CollectiveOptions& options = {});
+void scatter(Context& context, const void* input, void* output, size_t count, DataType type,
+             int root, const CollectiveOptions& options = {});
+void scatterv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+              DataType type, int root, const CollectiveOptions& options = {});
+// In place on every rank: root's `data` is copied to every rank's `data`.
+void broadcast(Context& context, void* data, size_t count, DataType type, int root,
+               const CollectiveOptions& options = {});
+// input and output hold size*count elements; block j of rank i goes to block i of rank j.
+void alltoall(Context& context, const void* input, void* output, size_t count, DataType type,
+              const CollectiveOptions& options = {});
+// send_counts[j] elements go to rank j, recv_counts[j] come from rank j, packed in rank order.
+void alltoallv(Context& context, const void* input, const std::vector<size_t>& send_counts,
+               void* output, const std::vector<size_t>& recv_counts, DataType type,
+               const CollectiveOptions& options = {});
+void barrier(Context& context, const CollectiveOptions& options = {});
+
+// Typed conveniences: the element type gives the DataType.
+template <typename T>
+void allreduce(Context& context, std::vector<T>& data, ReduceOp op = ReduceOp::kSum,
+               const CollectiveOptions& options = {}) {
+  allreduce(context, data.data(), data.data(), data.size(), DataTypeOf<T>::value, op, options);
+}
+template <typename T>
+void allreduce(Context& context, const T* input, T* output, size_t count,
+               ReduceOp op = ReduceOp::kSum, const CollectiveOptions& options = {}) {
+  allreduce(context, input, output, count, DataTypeOf<T>::value, op, options);
+}
+template <typename T>
+void broadcast(Context& context, std::vector<T>& data, int root,
+               const CollectiveOptions& options = {}) {
+  broadcast(context, data.data(), data.size(), DataTypeOf<T>::value, root, options);
+}
+template <typename T>
+std::vector<T> allgather(Context& context, const std::vector<T>& input,
+                         const CollectiveOptions& options = {}) {
+  std::vector<T> output(input.size() * context.size());
+  allgather(context, input.data(), output.data(), input.size(), DataTypeOf<T>::value, options);
+  return output;
+}
+
+}  // namespace gloo_lite

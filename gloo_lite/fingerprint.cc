@@ -1,0 +1,142 @@
+#include "gloo_lite/fingerprint.h"
+
+#include <vector>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/socket.h"
+
+namespace gloo_lite {
+namespace {
+
+constexpr size_t kFingerprintBytes = 48;
+
+struct Fingerprint {
+  uint8_t collective = 0;
+  uint8_t type = 0;
+  uint8_t op = 0;
+  uint32_t root = 0;
+  uint64_t count = 0;        // count, or the total of the blocks
+  uint64_t blocks_hash = 0;  // per-rank block sizes (all ranks must agree), 0 for alltoallv
+  uint64_t algorithm_hash = 0;
+  uint64_t to_peer = 0;  // alltoallv: elements this rank sends to the receiving peer
+  uint64_t sequence = 0;
+};
+
+uint64_t hash_text(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+void encode(const Fingerprint& f, uint8_t* out) {
+  out[0] = f.collective;
+  out[1] = f.type;
+  out[2] = f.op;
+  out[3] = 0;
+  put_u32(out + 4, f.root);
+  put_u64(out + 8, f.count);
+  put_u64(out + 16, f.blocks_hash);
+  put_u64(out + 24, f.algorithm_hash);
+  put_u64(out + 32, f.to_peer);
+  put_u64(out + 40, f.sequence);
+}
+
+Fingerprint decode(const uint8_t* in) {
+  Fingerprint f;
+  f.collective = in[0];
+  f.type = in[1];
+  f.op = in[2];
+  f.root = get_u32(in + 4);
+  f.count = get_u64(in + 8);
+  f.blocks_hash = get_u64(in + 16);
+  f.algorithm_hash = get_u64(in + 24);
+  f.to_peer = get_u64(in + 32);
+  f.sequence = get_u64(in + 40);
+  return f;
+}
+
+std::string describe(const Fingerprint& f) {
+  auto collective = static_cast<algo::Collective>(f.collective);
+  std::string text = std::string(algo::collective_name(collective)) + "(" +
+                     type_name(static_cast<DataType>(f.type)) + ", count " +
+                     std::to_string(f.count);
+  if (collective == algo::Collective::kAllreduce || collective == algo::Collective::kReduce ||
+      collective == algo::Collective::kReduceScatter) {
+    text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
+  }
+  if (collective == algo::Collective::kReduce || collective == algo::Collective::kGather ||
+      collective == algo::Collective::kScatter || collective == algo::Collective::kBroadcast) {
+    text += ", root " + std::to_string(f.root);
+  }
+  return text + ") as collective #" + std::to_string(f.sequence);
+}
+
+}  // namespace
+
+void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
+  Fingerprint mine;
+  mine.collective = static_cast<uint8_t>(call.collective);
+  mine.type = static_cast<uint8_t>(call.type);
+  mine.op = static_cast<uint8_t>(call.op);
+  mine.root = static_cast<uint32_t>(call.root);
+  mine.count = call.count;
+  bool per_peer = call.collective == algo::Collective::kAlltoall;
+  uint64_t blocks_hash = 0;
+  for (size_t block : call.blocks) {
+    mine.count += per_peer ? 0 : block;
+    blocks_hash = blocks_hash * 1000003u + block + 1;
+  }
+  mine.blocks_hash = per_peer ? 0 : blocks_hash;
+  mine.algorithm_hash = hash_text(algorithm);
+  mine.sequence = call.tag & kSequenceMask;
+
+  int size = call.size;
+  std::vector<uint8_t> out(kFingerprintBytes * size);
+  std::vector<uint8_t> in(kFingerprintBytes * size);
+  auto out_memory = call.mesh->register_memory(out.data(), out.size());
+  auto in_memory = call.mesh->register_memory(in.data(), in.size());
+  std::vector<transport::RequestPtr> requests;
+  uint64_t tag = call.tag | kCheckBit;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == call.rank) continue;
+    Fingerprint to = mine;
+    to.to_peer = per_peer ? call.blocks[peer] : 0;
+    encode(to, &out[peer * kFingerprintBytes]);
+    requests.push_back(
+        call.mesh->recv(peer, tag, *in_memory, peer * kFingerprintBytes, kFingerprintBytes));
+    requests.push_back(
+        call.mesh->send(peer, tag, *out_memory, peer * kFingerprintBytes, kFingerprintBytes));
+  }
+  call.mesh->wait(requests, call.deadline);
+
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == call.rank) continue;
+    Fingerprint theirs = decode(&in[peer * kFingerprintBytes]);
+    Fingerprint expected = mine;
+    expected.to_peer = per_peer ? call.recv_blocks[peer] : 0;
+    bool same = theirs.collective == expected.collective && theirs.type == expected.type &&
+                theirs.op == expected.op && theirs.root == expected.root &&
+                theirs.count == expected.count && theirs.blocks_hash == expected.blocks_hash &&
+                theirs.to_peer == expected.to_peer;
+    if (!same) {
+      std::string detail = per_peer && theirs.to_peer != expected.to_peer
+                               ? " (rank " + std::to_string(peer) + " sends " +
+                                     std::to_string(theirs.to_peer) + " elements to rank " +
+                                     std::to_string(call.rank) + ", which expects " +
+                                     std::to_string(expected.to_peer) + ")"
+                               : "";
+      throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) + " called " +
+                          describe(mine) + " but rank " + std::to_string(peer) + " called " +
+                          describe(theirs) + detail +
+                          "; every rank must call the same collectives in the same order with "
+                          "matching arguments");
+    }
+    if (theirs.algorithm_hash != expected.algorithm_hash) {
+      throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) + " and rank " +
+                          std::to_string(peer) + " chose different algorithms for " +
+                          describe(mine) + " (is GLOO_LITE_ALGO set alike on every rank?)");
+    }
+  }
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,58 @@
+// Internal: the two kernel families behind reduce_into/reduce_to, callable directly so that tests
+// and benchmarks can run and compare both in one process.
+//
+// Every kernel computes dst[i] = op(a[i], b[i]) for i < count. dst may be a or b (the same
+// pointer: each element is read before it is written); any other overlap is undefined. Buffers
+// must be aligned to their element type. kAvg uses the kSum kernel; kCustom has no kernel.
+//
+// Semantics shared by both families, bit for bit (the tests compare them):
+//  - Integers: sum and prod wrap modulo 2^bits (computed on the unsigned type, so signed overflow
+//    is not undefined behaviour); min/max are exact.
+//  - Floats: IEEE sum and prod. min/max propagate NaN: min(a, b) = isnan(a) ? a : (a < b ? a : b)
+//    and likewise for max, so a NaN on any rank makes the reduced element NaN whatever the
+//    reduction order (fmin-style NaN dropping would hide a diverged rank). This is the x86
+//    minps/maxps rule plus a NaN check on `a`; for equal operands, +0 and -0 included, it
+//    returns b. NaN payloads are not specified.
+//  - float16/bfloat16: both operands widen exactly to float, combine in float, round once to
+//    nearest-even (float16_bits.h). Since float has at least 2p+2 bits for both formats, this
+//    equals the correctly rounded 16-bit sum/product. min/max give the same bits without the
+//    conversions: they compare the patterns as sign-magnitude integers and return an operand
+//    (a NaN made quiet).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gloo_lite/types.h"
+
+namespace gloo_lite::detail {
+
+enum class KernelFamily : uint8_t { kPortable, kAvx2 };
+
+using ReduceKernel = void (*)(void* dst, const void* a, const void* b, size_t count);
+
+// Portable C++ loops, auto-vectorised for the baseline ISA (reduction.cc). Returns nullptr for
+// kCustom or an out-of-range enum.
+ReduceKernel portable_kernel(DataType type, ReduceOp op);
+
+// AVX2 (+F16C) kernels (reduction_avx2.cc). Call only when cpu_has_avx2_kernels().
+ReduceKernel avx2_kernel(DataType type, ReduceOp op);
+
+// Whether this CPU (and OS) supports AVX2, F16C and FMA.
+bool cpu_has_avx2_kernels();
+
+// The family reduce_into/reduce_to use: AVX2 where the CPU has it, unless GLOO_LITE_SIMD=portable.
+// Decided once, at first use.
+KernelFamily active_kernel_family();
+
+// The kernel of `family` (which must be usable on this CPU) for `type` and `op`.
+ReduceKernel kernel_of(KernelFamily family, DataType type, ReduceOp op);
+
+// Conversions with the F16C / AVX2 instructions of the AVX2 kernels, exposed so that tests can
+// check them against float16_bits.h. Call only when cpu_has_avx2_kernels().
+void avx2_half_to_float(const uint16_t* in, float* out, size_t count);
+void avx2_float_to_half(const float* in, uint16_t* out, size_t count);
+void avx2_bfloat16_to_float(const uint16_t* in, float* out, size_t count);
+void avx2_float_to_bfloat16(const float* in, uint16_t* out, size_t count);
+
+}  // namespace gloo_lite::detail

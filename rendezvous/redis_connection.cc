@@ -1,0 +1,121 @@
+#include "rendezvous/redis_connection.h"
+
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "gloo_lite/base/backoff.h"
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::store_detail {
+
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+}  // namespace
+
+std::unique_ptr<RedisConnection> RedisConnection::open(const RedisEndpoint& endpoint,
+                                                       const Deadline& deadline) {
+  Backoff backoff(std::chrono::milliseconds(1), std::chrono::milliseconds(200));
+  while (true) {
+    auto attempt = std::clamp<std::chrono::milliseconds>(
+        deadline.remaining(), std::chrono::milliseconds(10), std::chrono::milliseconds(5000));
+    redisContext* context =
+        redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, to_timeval(attempt));
+    if (context == nullptr) throw StoreError(endpoint.name + ": cannot allocate a connection");
+    if (context->err == 0) {
+      std::unique_ptr<RedisConnection> connection(new RedisConnection(endpoint, context));
+      std::vector<RedisCommand> handshake;
+      std::string db = std::to_string(endpoint.db);
+      if (!endpoint.password.empty()) handshake.push_back({"AUTH", endpoint.password});
+      if (endpoint.db != 0) handshake.push_back({"SELECT", db});
+      if (!handshake.empty()) {
+        auto replies = connection->run(handshake, attempt);
+        if (!endpoint.password.empty() && replies[0]->type == REDIS_REPLY_ERROR) {
+          throw StoreError(endpoint.name + ": authentication failed (" + replies[0]->str +
+                           "); check the password in the URL");
+        }
+        for (const auto& reply : replies) expect_reply(reply, endpoint, "AUTH/SELECT");
+      }
+      return connection;
+    }
+    // Socket-level failures (refused, unreachable, timed out) may pass once the server is up;
+    // others, such as an unknown host name, will not.
+    std::string error = context->errstr;
+    bool retryable = context->err == REDIS_ERR_IO;
+    redisFree(context);
+    if (!retryable) throw StoreError(endpoint.name + ": cannot connect: " + error);
+    if (!backoff.sleep(deadline)) {
+      throw StoreError(endpoint.name + ": cannot connect before the deadline (last error: " +
+                       error + "); is redis-server running and reachable?");
+    }
+  }
+}
+
+void RedisConnection::set_timeout(std::chrono::milliseconds timeout) {
+  if (timeout == timeout_) return;
+  if (redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK)
+    fail("setting a timeout", errno);
+  timeout_ = timeout;
+}
+
+std::vector<RedisReply> RedisConnection::run(const std::vector<RedisCommand>& commands,
+                                             std::chrono::milliseconds io_timeout) {
+  set_timeout(std::max(io_timeout, std::chrono::milliseconds(1)));
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const auto& command : commands) {
+    argv.clear();
+    lengths.clear();
+    for (const auto& arg : command) {
+      argv.push_back(arg.data);
+      lengths.push_back(arg.size);
+    }
+    if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(),
+                               lengths.data()) != REDIS_OK) {
+      fail("formatting a command", errno);
+    }
+  }
+  std::vector<RedisReply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* reply = nullptr;
+    if (redisGetReply(context_.get(), &reply) != REDIS_OK) fail("waiting for a reply", errno);
+    replies.emplace_back(static_cast<redisReply*>(reply));
+  }
+  return replies;
+}
+
+void RedisConnection::fail(const std::string& doing, int saved_errno) const {
+  const redisContext* c = context_.get();
+  if (c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
+    throw TimeoutError(name_ + ": no reply from Redis within " + format_ms(timeout_) + " while " +
+                       doing);
+  }
+  if (c->err == REDIS_ERR_EOF) {
+    throw ConnectionError(name_ + ": Redis closed the connection while " + doing);
+  }
+  throw ConnectionError(name_ + ": " + doing + " failed: " + c->errstr);
+}
+
+const redisReply& expect_reply(const RedisReply& reply, const RedisEndpoint& endpoint,
+                               const std::string& what) {
+  if (reply->type != REDIS_REPLY_ERROR) return *reply;
+  std::string message(reply->str, reply->len);
+  if (message.rfind("NOAUTH", 0) == 0) {
+    throw StoreError(endpoint.name +
+                     ": Redis requires a password; give it in the URL as "
+                     "redis://:password@host:port");
+  }
+  throw StoreError(endpoint.name + ": " + what + " failed: " + message);
+}
+
+}  // namespace gloo_lite::store_detail

@@ -1,0 +1,217 @@
+// The Redis store. Values are plain Redis strings (SET/MGET, counters via INCRBY), so they can
+// be inspected and changed with redis-cli. Waiting does not poll. Every write that creates a key
+// also appends to that key's "notify stream", trimmed to one entry (XADD MAXLEN 1), and a waiter
+// blocks in
+//     XREAD BLOCK <ms> STREAMS notify 0-0
+// which returns at once when the stream holds an entry and otherwise sleeps in Redis until one
+// is added. XREAD does not consume, so one write wakes every waiter of the key, however many,
+// and the entry stays for waiters that arrive later. (A notify list with BLPOP would wake only
+// one waiter per element; BRPOPLPUSH rotation wakes all but needs a DEL+RPUSH pair per write
+// to stay bounded, and before Redis 6 takes whole seconds only.)
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+#include "gloo_lite/base/backoff.h"
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "rendezvous/connection_pool.h"
+#include "rendezvous/redis_connection.h"
+#include "rendezvous/store_util.h"
+#include "rendezvous/stores.h"
+
+namespace gloo_lite {
+namespace {
+
+using store_detail::expect_reply;
+using store_detail::RedisCommand;
+using store_detail::RedisConnection;
+using store_detail::RedisEndpoint;
+using store_detail::RedisReply;
+
+// Long blocks are cut into slices so that a dead server is noticed by a socket timeout.
+constexpr std::chrono::milliseconds kMaxBlock(30000);
+// Extra socket time beyond a blocking command's own timeout, for the reply to arrive.
+constexpr std::chrono::milliseconds kReplyGrace(5000);
+constexpr std::chrono::milliseconds kMinConnectTime(1000);
+
+std::string notify_key(const std::string& key) { return "gloo_lite:notify:" + key; }
+
+// The arguments view `notify`, which must outlive the command.
+RedisCommand notify_command(const std::string& notify) {
+  return {"XADD", notify, "MAXLEN", "1", "*", "set", "1"};
+}
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(RedisEndpoint endpoint, const Deadline& deadline)
+      : endpoint_(std::move(endpoint)), op_timeout_(knob_ms("GLOO_LITE_TIMEOUT_MS")) {
+    pool_.give_back(RedisConnection::open(endpoint_, deadline));
+  }
+
+  // One round trip. The XADD also runs on overwrites: knowing whether the key is new would cost
+  // a round trip before it, and MAXLEN keeps the stream at one entry either way.
+  void set(const std::string& key, const Bytes& value) override {
+    std::string notify = notify_key(key);
+    auto replies = exchange({{"SET", key, value}, notify_command(notify)});
+    for (const auto& reply : replies) expect_reply(reply, endpoint_, "set");
+  }
+
+  Bytes get(const std::string& key, const Deadline& deadline) override {
+    return std::move(multi_get({key}, deadline).front());
+  }
+
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys,
+                               const Deadline& deadline) override {
+    std::vector<Bytes> values(keys.size());
+    std::vector<size_t> missing(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) missing[i] = i;
+    wait_loop(keys, missing, deadline, [&](std::vector<size_t>& todo) {
+      RedisCommand mget{"MGET"};
+      for (size_t i : todo) mget.push_back(keys[i]);
+      auto replies = exchange({mget});
+      const redisReply& reply = expect_reply(replies[0], endpoint_, "multi_get");
+      if (reply.type != REDIS_REPLY_ARRAY || reply.elements != todo.size()) malformed("MGET");
+      std::vector<size_t> still;
+      for (size_t j = 0; j < todo.size(); ++j) {
+        const redisReply* element = reply.element[j];
+        if (element->type == REDIS_REPLY_STRING) {
+          values[todo[j]].assign(element->str, element->str + element->len);
+        } else {
+          still.push_back(todo[j]);
+        }
+      }
+      todo.swap(still);
+    });
+    return values;
+  }
+
+  void wait(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    std::vector<size_t> missing(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) missing[i] = i;
+    wait_loop(keys, missing, deadline, [&](std::vector<size_t>& todo) {
+      std::vector<RedisCommand> commands;
+      for (size_t i : todo) commands.push_back({"EXISTS", keys[i]});
+      auto replies = exchange(commands);
+      std::vector<size_t> still;
+      for (size_t j = 0; j < todo.size(); ++j) {
+        if (expect_reply(replies[j], endpoint_, "wait").integer == 0) still.push_back(todo[j]);
+      }
+      todo.swap(still);
+    });
+  }
+
+  // Only the write that creates the counter can complete a waiter (waiters wait for existence),
+  // so later increments cost one INCRBY and nothing else.
+  int64_t add(const std::string& key, int64_t delta) override {
+    std::string text = std::to_string(delta);
+    auto replies = exchange({{"INCRBY", key, text}});
+    const redisReply& reply =
+        expect_reply(replies[0], endpoint_, "add(" + store_detail::quote_key(key) + ")");
+    if (reply.type != REDIS_REPLY_INTEGER) malformed("INCRBY");
+    if (reply.integer == delta) {
+      std::string notify = notify_key(key);
+      expect_reply(exchange({notify_command(notify)})[0], endpoint_, "add");
+    }
+    return reply.integer;
+  }
+
+  bool check(const std::vector<std::string>& keys) override {
+    if (keys.empty()) return true;
+    RedisCommand exists{"EXISTS"};
+    for (const auto& key : keys) exists.push_back(key);
+    auto replies = exchange({exists});
+    const redisReply& reply = expect_reply(replies[0], endpoint_, "check");
+    return reply.type == REDIS_REPLY_INTEGER &&
+           reply.integer == static_cast<long long>(keys.size());
+  }
+
+  bool erase(const std::string& key) override {
+    auto replies = exchange({{"DEL", key}, {"DEL", notify_key(key)}});
+    bool existed = expect_reply(replies[0], endpoint_, "erase").integer > 0;
+    expect_reply(replies[1], endpoint_, "erase");
+    return existed;
+  }
+
+  std::string describe() const override { return endpoint_.name; }
+
+ private:
+  // Runs `probe` (which removes the keys it found from `todo`) until nothing is missing,
+  // blocking on the first missing key's notify list between probes.
+  template <typename Probe>
+  void wait_loop(const std::vector<std::string>& keys, std::vector<size_t>& todo,
+                 const Deadline& deadline, Probe&& probe) {
+    auto started = Deadline::Clock::now();
+    // Only for a notify entry that outlived its key (an erase racing a set): without a pause
+    // the waiter would wake instantly again and again.
+    Backoff stale(std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+    constexpr size_t kNone = SIZE_MAX;
+    size_t woken_for = kNone;
+    while (!todo.empty()) {
+      probe(todo);
+      if (todo.empty()) return;
+      if (woken_for == todo.front()) stale.sleep(deadline);
+      if (deadline.expired()) {
+        std::vector<std::string> missing;
+        for (size_t i : todo) missing.push_back(keys[i]);
+        store_detail::throw_key_timeout(endpoint_.name, missing, started);
+      }
+      woken_for = block(notify_key(keys[todo.front()]), deadline) ? todo.front() : kNone;
+    }
+  }
+
+  // Returns true when the watched key's notify stream has an entry, false when the slice ended.
+  bool block(const std::string& notify, const Deadline& deadline) {
+    auto slice = std::min(deadline.remaining(), kMaxBlock);
+    if (slice.count() <= 0) return false;  // BLOCK 0 would mean forever
+    std::string ms = std::to_string(slice.count());
+    Deadline connect =
+        deadline.remaining() < kMinConnectTime ? Deadline::after(kMinConnectTime) : deadline;
+    auto replies =
+        exchange({{"XREAD", "BLOCK", ms, "STREAMS", notify, "0-0"}}, slice + kReplyGrace, connect);
+    return expect_reply(replies[0], endpoint_, "waiting").type != REDIS_REPLY_NIL;
+  }
+
+  std::vector<RedisReply> exchange(const std::vector<RedisCommand>& commands) {
+    Deadline deadline = Deadline::after(op_timeout_);
+    return exchange(commands, op_timeout_, deadline);
+  }
+
+  // A connection that failed mid-exchange is dropped, never returned to the pool.
+  std::vector<RedisReply> exchange(const std::vector<RedisCommand>& commands,
+                                   std::chrono::milliseconds io_timeout,
+                                   const Deadline& connect_deadline) {
+    std::unique_ptr<RedisConnection> connection = pool_.take();
+    if (!connection) connection = RedisConnection::open(endpoint_, connect_deadline);
+    auto replies = connection->run(commands, io_timeout);
+    pool_.give_back(std::move(connection));
+    return replies;
+  }
+
+  [[noreturn]] void malformed(const char* command) const {
+    throw StoreError(endpoint_.name + ": unexpected reply to " + command);
+  }
+
+  RedisEndpoint endpoint_;
+  std::chrono::milliseconds op_timeout_;
+  store_detail::ConnectionPool<RedisConnection> pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
+                                        const std::string& password, int db,
+                                        const Deadline& deadline) {
+  if (db < 0) throw InvalidArgument("make_redis_store: negative database index");
+  RedisEndpoint endpoint;
+  endpoint.host = host;
+  endpoint.port = port;
+  endpoint.password = password;
+  endpoint.db = db;
+  bool v6 = host.find(':') != std::string::npos;
+  endpoint.name = "redis://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
+                  std::to_string(db);
+  return std::make_shared<RedisStore>(std::move(endpoint), deadline);
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,219 @@
+// Client of TcpStoreServer. Each operation is one request and one response on a pooled
+// connection; get/wait send their remaining time and the server answers when the keys exist or
+// that time is up, so waiting costs a single round trip.
+#include <algorithm>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "rendezvous/connection_pool.h"
+#include "rendezvous/store_util.h"
+#include "rendezvous/stores.h"
+#include "rendezvous/tcp_store_protocol.h"
+
+namespace gloo_lite {
+namespace {
+
+using namespace tcp_store;
+
+// How long past the caller's deadline to wait for the server's own TIMEOUT answer, so that the
+// server, not a socket timeout, reports which keys were missing.
+constexpr std::chrono::milliseconds kResponseGrace(10000);
+constexpr std::chrono::milliseconds kMinConnectTime(1000);
+
+struct Response {
+  Status status = Status::kOk;
+  Bytes body;
+  std::vector<Item> items;  // views into body
+};
+
+class TcpStore final : public Store {
+ public:
+  TcpStore(const std::string& host, uint16_t port, const Deadline& deadline)
+      : address_(SocketAddress::resolve(host, port)),
+        name_(
+            "tcp://" +
+            (host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host) +
+            ":" + std::to_string(port)),
+        op_timeout_(knob_ms("GLOO_LITE_TIMEOUT_MS")) {
+    // Fail at open, not at the first set(), when nothing (or not a store server) listens there.
+    try {
+      Response response = call(Op::kCheck, request(Op::kCheck, 0, {}), deadline, deadline);
+      expect_flag(response, Op::kCheck);
+    } catch (const Error& e) {
+      throw StoreError("cannot use the store at " + name_ + ": " + e.what() +
+                       "; is gloo_lite_store (or gloo_lite_run) serving there?");
+    }
+  }
+
+  void set(const std::string& key, const Bytes& value) override {
+    check_key(key);
+    if (value.size() > kMaxValueBytes) {
+      throw InvalidArgument(name_ + ": value of " + std::to_string(value.size()) +
+                            " bytes for key " + store_detail::quote_key(key) +
+                            " exceeds the TCP store limit of " + std::to_string(kMaxValueBytes));
+    }
+    MessageBuilder builder(kRequestHeaderBytes, 2);
+    builder.add(key);
+    builder.add(value);
+    Response response = call(Op::kSet, builder.finish_request(Op::kSet, 0));
+    expect_items(response, Op::kSet, 0);
+  }
+
+  Bytes get(const std::string& key, const Deadline& deadline) override {
+    return std::move(multi_get({key}, deadline).front());
+  }
+
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys,
+                               const Deadline& deadline) override {
+    if (keys.empty()) return {};
+    Response response = blocking(Op::kGet, keys, deadline);
+    expect_items(response, Op::kGet, keys.size());
+    std::vector<Bytes> values;
+    values.reserve(keys.size());
+    for (const auto& item : response.items) values.push_back(item.bytes());
+    return values;
+  }
+
+  void wait(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    if (keys.empty()) return;
+    expect_items(blocking(Op::kWait, keys, deadline), Op::kWait, 0);
+  }
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    check_key(key);
+    MessageBuilder builder(kRequestHeaderBytes, 2);
+    builder.add(key);
+    builder.add_i64(delta);
+    Response response = call(Op::kAdd, builder.finish_request(Op::kAdd, 0));
+    expect_items(response, Op::kAdd, 1);
+    int64_t sum = 0;
+    if (!response.items[0].to_i64(&sum)) malformed(Op::kAdd);
+    return sum;
+  }
+
+  bool check(const std::vector<std::string>& keys) override {
+    if (keys.empty()) return true;
+    Response response = call(Op::kCheck, request(Op::kCheck, 0, keys));
+    return expect_flag(response, Op::kCheck);
+  }
+
+  bool erase(const std::string& key) override {
+    Response response = call(Op::kErase, request(Op::kErase, 0, {key}));
+    return expect_flag(response, Op::kErase);
+  }
+
+  std::string describe() const override { return name_; }
+
+ private:
+  void check_key(const std::string& key) const {
+    if (key.size() > kMaxKeyBytes) {
+      throw InvalidArgument(name_ + ": key of " + std::to_string(key.size()) +
+                            " bytes exceeds the TCP store limit of " +
+                            std::to_string(kMaxKeyBytes));
+    }
+  }
+
+  Bytes request(Op op, uint32_t timeout_ms, const std::vector<std::string>& keys) const {
+    if (keys.size() > kMaxItems) {
+      throw InvalidArgument(name_ + ": " + std::to_string(keys.size()) +
+                            " keys in one request exceed the limit of " +
+                            std::to_string(kMaxItems));
+    }
+    MessageBuilder builder(kRequestHeaderBytes, keys.size());
+    for (const auto& key : keys) {
+      check_key(key);
+      builder.add(key);
+    }
+    if (builder.body_bytes() > kMaxRequestBodyBytes) {
+      throw InvalidArgument(name_ + ": request too large; ask for fewer keys at once");
+    }
+    return builder.finish_request(op, timeout_ms);
+  }
+
+  Response blocking(Op op, const std::vector<std::string>& keys, const Deadline& deadline) {
+    auto started = Deadline::Clock::now();
+    uint32_t timeout_ms = kNoTimeout;
+    Deadline io_deadline = Deadline::never();
+    if (!deadline.is_never()) {
+      auto left = deadline.remaining().count();
+      timeout_ms = static_cast<uint32_t>(std::min<int64_t>(left, kNoTimeout - 1));
+      io_deadline = Deadline::after(deadline.remaining() + kResponseGrace);
+    }
+    // Even a caller with little time left gets a fair chance to (re)connect.
+    Deadline connect_deadline =
+        deadline.remaining() < kMinConnectTime ? Deadline::after(kMinConnectTime) : deadline;
+    Response response = call(op, request(op, timeout_ms, keys), io_deadline, connect_deadline);
+    if (response.status == Status::kTimeout) {
+      std::vector<std::string> missing;
+      for (const auto& item : response.items) missing.push_back(item.str());
+      store_detail::throw_key_timeout(name_, missing, started);
+    }
+    return response;
+  }
+
+  // One exchange. Errors leave the connection out of the pool (its stream position is unknown);
+  // the next call opens a fresh one.
+  Response call(Op op, const Bytes& message, const Deadline& io_deadline,
+                const Deadline& connect_deadline) {
+    std::string what = "tcp store " + name_ + " (" + op_name(op) + ")";
+    std::unique_ptr<Fd> connection = pool_.take();
+    if (!connection) {
+      connection = std::make_unique<Fd>(connect_tcp(address_, connect_deadline, what));
+    }
+    int fd = connection->get();
+    write_all(fd, message.data(), message.size(), io_deadline, what);
+    uint8_t header[kResponseHeaderBytes];
+    read_all(fd, header, sizeof(header), io_deadline, what);
+    ResponseHeader decoded;
+    std::string problem = decode_response_header(header, &decoded);
+    if (!problem.empty()) throw StoreError(what + ": bad response: " + problem);
+    Response response;
+    response.status = decoded.status;
+    response.body.resize(decoded.body_bytes);
+    read_all(fd, response.body.data(), response.body.size(), io_deadline, what);
+    problem = parse_items(response.body, &response.items);
+    if (!problem.empty()) throw StoreError(what + ": bad response: " + problem);
+    // After an ERROR the server may close the connection (it does on protocol violations), so
+    // only connections that succeeded go back to the pool.
+    if (response.status != Status::kError) pool_.give_back(std::move(connection));
+    if (response.status == Status::kError) {
+      std::string message_text = response.items.empty() ? "" : response.items[0].str();
+      throw StoreError(name_ + ": " + op_name(op) + " failed: " + message_text);
+    }
+    return response;
+  }
+
+  // Non-blocking operations get the default operation timeout (GLOO_LITE_TIMEOUT_MS).
+  Response call(Op op, const Bytes& message) {
+    Deadline deadline = Deadline::after(op_timeout_);
+    return call(op, message, deadline, deadline);
+  }
+
+  [[noreturn]] void malformed(Op op) const {
+    throw StoreError(name_ + ": malformed " + op_name(op) + " response from the server");
+  }
+
+  void expect_items(const Response& response, Op op, size_t count) const {
+    if (response.status != Status::kOk || response.items.size() != count) malformed(op);
+  }
+
+  bool expect_flag(const Response& response, Op op) const {
+    expect_items(response, op, 1);
+    if (response.items[0].size != 1) malformed(op);
+    return response.items[0].data[0] != 0;
+  }
+
+  SocketAddress address_;
+  std::string name_;
+  std::chrono::milliseconds op_timeout_;
+  store_detail::ConnectionPool<Fd> pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_tcp_store(const std::string& host, uint16_t port,
+                                      const Deadline& deadline) {
+  return std::make_shared<TcpStore>(host, port, deadline);
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,357 @@
+// The TCP store server: one thread, one epoll set, non-blocking sockets. Requests are read
+// incrementally, so a slow, silent or half-sent client holds only its own buffer, never the
+// thread. A client that breaks the protocol is dropped with a log line naming it and why.
+// Blocking get/wait requests are parked in the Service until their keys appear or their deadline
+// passes, so a waiting client costs one request, not a polling loop.
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "rendezvous/stores.h"
+#include "rendezvous/tcp_store_service.h"
+
+namespace gloo_lite {
+
+using tcp_store::ClientId;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr ClientId kListenId = 0;
+constexpr ClientId kWakeId = 1;
+// Bytes read per recv() into a request body: bounds the allocation ahead of data actually
+// received, so a header claiming 64 MiB costs nothing until the bytes arrive.
+constexpr size_t kReadChunk = 256 * 1024;
+
+struct Connection {
+  ClientId id = 0;
+  Fd fd;
+  std::string peer;
+  uint8_t header[tcp_store::kRequestHeaderBytes];
+  size_t header_got = 0;
+  bool in_body = false;
+  tcp_store::RequestHeader request;
+  Bytes body;
+  Bytes out;
+  size_t out_sent = 0;
+  bool parked = false;
+  uint32_t events = 0;
+
+  bool sending() const { return out_sent < out.size(); }
+};
+
+bool is_wildcard(const SocketAddress& address) {
+  if (address.family() == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_addr.s_addr ==
+           htonl(INADDR_ANY);
+  }
+  const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_addr;
+  return IN6_IS_ADDR_UNSPECIFIED(&a);
+}
+
+// A wildcard bind listens everywhere; peers need a name that reaches this host.
+std::string public_url(const SocketAddress& bound) {
+  if (!is_wildcard(bound)) return "tcp://" + bound.to_string();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return "tcp://" + std::string(host) + ":" + std::to_string(bound.port());
+}
+
+}  // namespace
+
+struct TcpStoreServer::Impl {
+  explicit Impl(const SocketAddress& bind)
+      : listen(listen_tcp(bind)),
+        address(SocketAddress::local_of(listen.get())),
+        url(public_url(address)),
+        service("tcp store server " + address.to_string()) {
+    set_nonblocking(listen.get(), true);
+    epoll.reset(epoll_create1(EPOLL_CLOEXEC));
+    wake.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!epoll.valid() || !wake.valid()) {
+      throw StoreError("tcp store server: epoll/eventfd: " + std::string(std::strerror(errno)));
+    }
+    watch(listen.get(), kListenId, EPOLLIN);
+    watch(wake.get(), kWakeId, EPOLLIN);
+    thread = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake.get(), &one, sizeof(one));
+    (void)ignored;
+    thread.join();
+  }
+
+  void watch(int fd, ClientId id, uint32_t events) {
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = id;
+    epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &event);
+  }
+
+  void run() {
+    try {
+      loop();
+    } catch (const std::exception& e) {
+      LOG_ERROR("store", "server " << url << ": thread stopped: " << e.what());
+    }
+  }
+
+  void loop() {
+    epoll_event events[64];
+    while (true) {
+      int n = epoll_wait(epoll.get(), events, 64, wait_timeout_ms());
+      if (n < 0 && errno != EINTR)
+        throw StoreError("epoll_wait: " + std::string(std::strerror(errno)));
+      for (int i = 0; i < n; ++i) {
+        ClientId id = events[i].data.u64;
+        if (id == kWakeId) return;
+        if (id == kListenId) {
+          accept_clients();
+        } else {
+          on_client_event(id, events[i].events);
+        }
+      }
+      deliver(service.expire(Clock::now()));
+      if (accept_paused && Clock::now() >= accept_resume) {
+        accept_paused = false;
+        watch(listen.get(), kListenId, EPOLLIN);
+      }
+    }
+  }
+
+  int wait_timeout_ms() const {
+    auto next = service.next_deadline();
+    if (accept_paused && (!next || accept_resume < *next)) next = accept_resume;
+    if (!next) return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
+    return static_cast<int>(std::clamp<int64_t>(left, 0, 60 * 60 * 1000));
+  }
+
+  void accept_clients() {
+    while (true) {
+      int fd = accept4(listen.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        // Out of descriptors or memory: the pending connection stays in the backlog and would
+        // wake us again at once, so stop accepting for a moment instead of spinning.
+        LOG_WARN("store", "server " << url << ": accept failed (" << std::strerror(errno)
+                                    << "); pausing new connections for 100 ms");
+        epoll_ctl(epoll.get(), EPOLL_CTL_DEL, listen.get(), nullptr);
+        accept_paused = true;
+        accept_resume = Clock::now() + std::chrono::milliseconds(100);
+        return;
+      }
+      set_nodelay(fd);
+      auto connection = std::make_unique<Connection>();
+      connection->fd = Fd(fd);
+      connection->peer = SocketAddress::peer_of(fd).to_string();
+      connection->events = EPOLLIN | EPOLLRDHUP;
+      ClientId id = next_id++;
+      connection->id = id;
+      watch(fd, id, connection->events);
+      LOG_DEBUG("store", "server " << url << ": client " << connection->peer << " connected");
+      clients.emplace(id, std::move(connection));
+    }
+  }
+
+  void on_client_event(ClientId id, uint32_t events) {
+    auto it = clients.find(id);
+    if (it == clients.end()) return;
+    Connection& c = *it->second;
+    if (events & EPOLLERR) return drop(id, "socket error", LogLevel::kWarn);
+    if ((events & EPOLLOUT) && !flush(id, c)) return;
+    if (events & EPOLLIN) {
+      read_requests(id, c);
+    } else if (events & (EPOLLHUP | EPOLLRDHUP)) {
+      drop(id, c.parked ? "disconnected while its request was waiting" : "disconnected",
+           LogLevel::kInfo);
+    }
+  }
+
+  // Reads and executes requests until the socket has no more data, or the client has a
+  // response pending or a request parked (requests from one client run strictly in order).
+  void read_requests(ClientId id, Connection& c) {
+    while (!c.parked && !c.sending()) {
+      ssize_t n = 0;
+      if (!c.in_body) {
+        n = ::recv(c.fd.get(), c.header + c.header_got, sizeof(c.header) - c.header_got, 0);
+        if (n > 0) c.header_got += static_cast<size_t>(n);
+      } else {
+        size_t old = c.body.size();
+        size_t chunk = std::min<size_t>(kReadChunk, c.request.body_bytes - old);
+        c.body.resize(old + chunk);
+        n = ::recv(c.fd.get(), c.body.data() + old, chunk, 0);
+        c.body.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      }
+      if (n == 0) return on_eof(id, c);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        return drop(id, std::string("read failed: ") + std::strerror(errno), LogLevel::kWarn);
+      }
+      if (!c.in_body && c.header_got == sizeof(c.header)) {
+        std::string problem = tcp_store::decode_request_header(c.header, &c.request);
+        if (!problem.empty()) return reject(id, c, problem);
+        c.in_body = true;
+        c.body.clear();
+      }
+      if (c.in_body && c.body.size() == c.request.body_bytes) {
+        c.in_body = false;
+        c.header_got = 0;
+        if (!execute(id, c)) return;
+      }
+    }
+  }
+
+  void on_eof(ClientId id, Connection& c) {
+    if (c.header_got == 0) return drop(id, "disconnected", LogLevel::kDebug);
+    std::string progress = c.in_body ? "body " + std::to_string(c.body.size()) + " of " +
+                                           std::to_string(c.request.body_bytes) + " bytes"
+                                     : "header " + std::to_string(c.header_got) + " of " +
+                                           std::to_string(sizeof(c.header)) + " bytes";
+    drop(id, "disconnected in the middle of a request (" + progress + ")", LogLevel::kWarn);
+  }
+
+  // Returns false when the client was dropped.
+  bool execute(ClientId id, Connection& c) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    std::vector<tcp_store::Item> items;
+    std::string problem = tcp_store::parse_items(c.body, &items);
+    if (!problem.empty()) {
+      reject(id, c,
+             "malformed " + std::string(tcp_store::op_name(c.request.op)) + " request: " + problem);
+      return false;
+    }
+    auto outcome = service.handle(id, c.request, items, Clock::now());
+    c.body = Bytes();
+    bool alive = true;
+    switch (outcome.kind) {
+      case tcp_store::Service::Outcome::kRespond:
+        alive = send(id, c, std::move(outcome.response));
+        break;
+      case tcp_store::Service::Outcome::kParked:
+        c.parked = true;
+        update_interest(c);
+        break;
+      case tcp_store::Service::Outcome::kViolation:
+        reject(id, c, outcome.violation);
+        alive = false;
+        break;
+    }
+    deliver(service.take_ready());
+    return alive && clients.count(id) > 0;
+  }
+
+  void deliver(std::vector<tcp_store::Service::Delivery> deliveries) {
+    for (auto& delivery : deliveries) {
+      auto it = clients.find(delivery.client);
+      if (it == clients.end()) continue;
+      // Once the response is out, EPOLLIN interest returns and level-triggered epoll reports
+      // whatever the client pipelined behind the parked request.
+      it->second->parked = false;
+      send(delivery.client, *it->second, std::move(delivery.response));
+    }
+  }
+
+  bool send(ClientId id, Connection& c, Bytes response) {
+    c.out = std::move(response);
+    c.out_sent = 0;
+    return flush(id, c);
+  }
+
+  // Returns false when the client was dropped.
+  bool flush(ClientId id, Connection& c) {
+    while (c.sending()) {
+      ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.out_sent += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        drop(id, std::string("write failed: ") + std::strerror(errno), LogLevel::kWarn);
+        return false;
+      }
+    }
+    if (!c.sending()) c.out = Bytes();
+    update_interest(c);
+    return true;
+  }
+
+  void update_interest(Connection& c) {
+    uint32_t wanted = EPOLLRDHUP;
+    if (c.sending()) {
+      wanted |= EPOLLOUT;
+    } else if (!c.parked) {
+      wanted |= EPOLLIN;
+    }
+    if (wanted == c.events) return;
+    c.events = wanted;
+    epoll_event event{};
+    event.events = wanted;
+    event.data.u64 = c.id;
+    epoll_ctl(epoll.get(), EPOLL_CTL_MOD, c.fd.get(), &event);
+  }
+
+  // A protocol violation: tell the client why when it speaks our protocol at all (a bad magic
+  // means it does not, so it gets nothing), then drop it.
+  void reject(ClientId id, Connection& c, const std::string& problem) {
+    if (problem.rfind("bad magic", 0) != 0) {
+      Bytes message = tcp_store::error_response(url + ": " + problem);
+      ssize_t ignored =
+          ::send(c.fd.get(), message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)ignored;
+    }
+    drop(id, problem, LogLevel::kWarn);
+  }
+
+  void drop(ClientId id, const std::string& why, LogLevel level) {
+    auto it = clients.find(id);
+    if (it == clients.end()) return;
+    GLOO_LITE_LOG_AT(level, "store",
+                     "server " << url << ": dropping client " << it->second->peer << ": " << why);
+    service.forget(id);
+    clients.erase(it);  // closing the socket also removes it from the epoll set
+  }
+
+  Fd listen;
+  SocketAddress address;
+  std::string url;
+  tcp_store::Service service;
+  Fd epoll;
+  Fd wake;
+  std::unordered_map<ClientId, std::unique_ptr<Connection>> clients;
+  ClientId next_id = 2;
+  bool accept_paused = false;
+  Clock::time_point accept_resume;
+  std::atomic<uint64_t> requests{0};
+  std::thread thread;
+};
+
+TcpStoreServer::TcpStoreServer(const SocketAddress& bind) : impl_(std::make_unique<Impl>(bind)) {}
+
+TcpStoreServer::~TcpStoreServer() = default;
+
+uint16_t TcpStoreServer::port() const { return impl_->address.port(); }
+
+std::string TcpStoreServer::url() const { return impl_->url; }
+
+uint64_t TcpStoreServer::requests_handled() const {
+  return impl_->requests.load(std::memory_order_relaxed);
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,259 @@
+// Invalid arguments throw InvalidArgument before any data moves: roots out of range, count
+// vectors of the wrong length, null buffers with elements to hold, kCustom without a function,
+// unknown algorithm names, alltoall in place. Ranks are processes (a null buffer that slips
+// through must crash one child, not the test binary). When every rank makes the same invalid
+// call, the context must still work afterwards; a call invalid on the root alone is made by the
+// root alone.
+#include <gtest/gtest.h>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/collectives.h"
+#include "test/collectives/process_sync.h"
+#include "test/collectives/rank_run.h"
+#include "test/transport/harness.h"
+
+namespace gloo_lite::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kRanks = 3;
+constexpr int kRoot = 1;
+constexpr size_t kCount = 16;
+constexpr DataType kType = DataType::kInt32;
+constexpr ReduceOp kSum = ReduceOp::kSum;
+
+// Room for any call below (kRanks blocks of kCount, twice over).
+struct Buffers {
+  std::vector<int32_t> a = std::vector<int32_t>(2 * kRanks * kCount);
+  std::vector<int32_t> b = std::vector<int32_t>(2 * kRanks * kCount);
+  int32_t* in() { return a.data(); }
+  int32_t* out() { return b.data(); }
+};
+
+const std::vector<size_t> kBlocks(kRanks, kCount);
+
+struct InvalidCall {
+  const char* name;
+  bool root_only;  // invalid on the root only: the root alone makes the call
+  void (*run)(Context& c, Buffers& b);
+};
+
+CollectiveOptions with_algorithm(const char* name) {
+  CollectiveOptions options;
+  options.algorithm = name;
+  return options;
+}
+
+const InvalidCall kInvalidCalls[] = {
+    // Roots out of range.
+    {"reduce_root_negative", false,
+     [](Context& c, Buffers& b) { reduce(c, b.in(), b.out(), kCount, kType, kSum, -1); }},
+    {"reduce_root_too_large", false,
+     [](Context& c, Buffers& b) { reduce(c, b.in(), b.out(), kCount, kType, kSum, kRanks); }},
+    {"gather_root_too_large", false,
+     [](Context& c, Buffers& b) { gather(c, b.in(), b.out(), kCount, kType, kRanks); }},
+    {"gatherv_root_negative", false,
+     [](Context& c, Buffers& b) { gatherv(c, b.in(), b.out(), kBlocks, kType, -1); }},
+    {"scatter_root_too_large", false,
+     [](Context& c, Buffers& b) { scatter(c, b.in(), b.out(), kCount, kType, kRanks); }},
+    {"scatterv_root_negative", false,
+     [](Context& c, Buffers& b) { scatterv(c, b.in(), b.out(), kBlocks, kType, -1); }},
+    {"broadcast_root_too_large", false,
+     [](Context& c, Buffers& b) { broadcast(c, b.in(), kCount, kType, kRanks); }},
+    {"broadcast_root_negative", false,
+     [](Context& c, Buffers& b) { broadcast(c, b.in(), kCount, kType, -1); }},
+    // Count vectors of the wrong length.
+    {"reduce_scatterv_too_many_counts", false,
+     [](Context& c, Buffers& b) {
+       reduce_scatterv(c, b.in(), b.out(), std::vector<size_t>(kRanks + 1, 2), kType, kSum);
+     }},
+    {"allgatherv_too_few_counts", false,
+     [](Context& c, Buffers& b) {
+       allgatherv(c, b.in(), b.out(), std::vector<size_t>(kRanks - 1, 2), kType);
+     }},
+    {"gatherv_no_counts", false,
+     [](Context& c, Buffers& b) { gatherv(c, b.in(), b.out(), {}, kType, kRoot); }},
+    {"scatterv_too_many_counts", false,
+     [](Context& c, Buffers& b) {
+       scatterv(c, b.in(), b.out(), std::vector<size_t>(kRanks + 1, 2), kType, kRoot);
+     }},
+    {"alltoallv_too_few_send_counts", false,
+     [](Context& c, Buffers& b) {
+       alltoallv(c, b.in(), std::vector<size_t>(kRanks - 1, 2), b.out(), kBlocks, kType);
+     }},
+    {"alltoallv_too_many_recv_counts", false,
+     [](Context& c, Buffers& b) {
+       alltoallv(c, b.in(), kBlocks, b.out(), std::vector<size_t>(kRanks + 1, 2), kType);
+     }},
+    {"alltoallv_self_block_differs", false,
+     [](Context& c, Buffers& b) {
+       std::vector<size_t> receive = kBlocks;
+       receive[c.rank()] += 1;
+       alltoallv(c, b.in(), kBlocks, b.out(), receive, kType);
+     }},
+    {"alltoall_in_place", false,
+     [](Context& c, Buffers& b) { alltoall(c, b.in(), b.in(), kCount, kType); }},
+    // Null buffers with elements to hold.
+    {"allreduce_null_input", false,
+     [](Context& c, Buffers& b) { allreduce(c, nullptr, b.out(), kCount, kType, kSum); }},
+    {"allreduce_null_output", false,
+     [](Context& c, Buffers& b) { allreduce(c, b.in(), nullptr, kCount, kType, kSum); }},
+    {"reduce_null_input", false,
+     [](Context& c, Buffers& b) { reduce(c, nullptr, b.out(), kCount, kType, kSum, kRoot); }},
+    {"reduce_null_output_at_root", true,
+     [](Context& c, Buffers& b) { reduce(c, b.in(), nullptr, kCount, kType, kSum, kRoot); }},
+    {"reduce_scatter_null_input", false,
+     [](Context& c, Buffers& b) { reduce_scatter(c, nullptr, b.out(), kCount, kType, kSum); }},
+    {"reduce_scatter_null_output", false,
+     [](Context& c, Buffers& b) { reduce_scatter(c, b.in(), nullptr, kCount, kType, kSum); }},
+    {"reduce_scatterv_null_output", false,
+     [](Context& c, Buffers& b) { reduce_scatterv(c, b.in(), nullptr, kBlocks, kType, kSum); }},
+    {"allgather_null_input", false,
+     [](Context& c, Buffers& b) { allgather(c, nullptr, b.out(), kCount, kType); }},
+    {"allgather_null_output", false,
+     [](Context& c, Buffers& b) { allgather(c, b.in(), nullptr, kCount, kType); }},
+    {"allgatherv_null_input", false,
+     [](Context& c, Buffers& b) { allgatherv(c, nullptr, b.out(), kBlocks, kType); }},
+    {"gather_null_input", false,
+     [](Context& c, Buffers& b) { gather(c, nullptr, b.out(), kCount, kType, kRoot); }},
+    {"gather_null_output_at_root", true,
+     [](Context& c, Buffers& b) { gather(c, b.in(), nullptr, kCount, kType, kRoot); }},
+    {"gatherv_null_output_at_root", true,
+     [](Context& c, Buffers& b) { gatherv(c, b.in(), nullptr, kBlocks, kType, kRoot); }},
+    {"scatter_null_input_at_root", true,
+     [](Context& c, Buffers& b) { scatter(c, nullptr, b.out(), kCount, kType, kRoot); }},
+    {"scatter_null_output", false,
+     [](Context& c, Buffers& b) { scatter(c, b.in(), nullptr, kCount, kType, kRoot); }},
+    {"broadcast_null_data", false,
+     [](Context& c, Buffers&) { broadcast(c, nullptr, kCount, kType, kRoot); }},
+    {"alltoall_null_input", false,
+     [](Context& c, Buffers& b) { alltoall(c, nullptr, b.out(), kCount, kType); }},
+    {"alltoall_null_output", false,
+     [](Context& c, Buffers& b) { alltoall(c, b.in(), nullptr, kCount, kType); }},
+    {"alltoallv_null_input", false,
+     [](Context& c, Buffers& b) { alltoallv(c, nullptr, kBlocks, b.out(), kBlocks, kType); }},
+    // kCustom without a function.
+    {"allreduce_custom_without_function", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), kCount, kType, ReduceOp::kCustom);
+     }},
+    {"reduce_custom_without_function", false,
+     [](Context& c, Buffers& b) {
+       reduce(c, b.in(), b.out(), kCount, kType, ReduceOp::kCustom, kRoot);
+     }},
+    {"reduce_scatter_custom_without_function", false,
+     [](Context& c, Buffers& b) {
+       reduce_scatter(c, b.in(), b.out(), kCount, kType, ReduceOp::kCustom);
+     }},
+    {"reduce_scatterv_custom_without_function", false,
+     [](Context& c, Buffers& b) {
+       reduce_scatterv(c, b.in(), b.out(), kBlocks, kType, ReduceOp::kCustom);
+     }},
+    // Algorithm names nobody registered.
+    {"allreduce_unknown_algorithm", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), kCount, kType, kSum, with_algorithm("no_such_algorithm"));
+     }},
+    {"broadcast_unknown_algorithm", false,
+     [](Context& c, Buffers& b) {
+       broadcast(c, b.in(), kCount, kType, kRoot, with_algorithm("no_such_algorithm"));
+     }},
+};
+
+void PrintTo(const InvalidCall& call, std::ostream* os) { *os << call.name; }
+
+class CollectiveArguments : public ::testing::TestWithParam<InvalidCall> {};
+
+TEST_P(CollectiveArguments, ThrowsInvalidArgument) {
+  const InvalidCall& call = GetParam();
+  ContextOptions options;
+  options.timeout = 10s;
+  auto results = run_context_processes(
+      kRanks,
+      [&](Context& context) {
+        std::string rank = "rank " + std::to_string(context.rank()) + ": ";
+        if (!call.root_only || context.rank() == kRoot) {
+          Buffers buffers;
+          try {
+            call.run(context, buffers);
+            ADD_FAILURE() << rank << call.name << " returned; expected InvalidArgument";
+          } catch (const InvalidArgument&) {
+          } catch (const std::exception& error) {
+            ADD_FAILURE() << rank << call.name << " threw " << describe_exception(error)
+                          << "; expected InvalidArgument";
+          }
+        }
+        if (!call.root_only && !::testing::Test::HasFailure()) {
+          // Every rank made the same invalid call: the context must still work.
+          std::vector<int32_t> data(5, context.rank() + 1);
+          allreduce(context, data);
+          EXPECT_EQ(data, std::vector<int32_t>(5, kRanks * (kRanks + 1) / 2)) << rank;
+        }
+        store_barrier(context, "done");
+      },
+      60s, options);
+  expect_all_ok(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, CollectiveArguments, ::testing::ValuesIn(kInvalidCalls),
+                         [](const ::testing::TestParamInfo<InvalidCall>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Null buffers are fine when there is nothing to hold: every rank makes the call, which must
+// complete without an exception.
+struct ZeroCall {
+  const char* name;
+  void (*run)(Context& c);
+};
+
+const std::vector<size_t> kNone(kRanks, 0);
+
+const ZeroCall kZeroCalls[] = {
+    {"allreduce", [](Context& c) { allreduce(c, nullptr, nullptr, 0, kType, kSum); }},
+    {"reduce", [](Context& c) { reduce(c, nullptr, nullptr, 0, kType, kSum, kRoot); }},
+    {"reduce_scatter", [](Context& c) { reduce_scatter(c, nullptr, nullptr, 0, kType, kSum); }},
+    {"reduce_scatterv",
+     [](Context& c) { reduce_scatterv(c, nullptr, nullptr, kNone, kType, kSum); }},
+    {"allgather", [](Context& c) { allgather(c, nullptr, nullptr, 0, kType); }},
+    {"allgatherv", [](Context& c) { allgatherv(c, nullptr, nullptr, kNone, kType); }},
+    {"gather", [](Context& c) { gather(c, nullptr, nullptr, 0, kType, kRoot); }},
+    {"gatherv", [](Context& c) { gatherv(c, nullptr, nullptr, kNone, kType, kRoot); }},
+    {"scatter", [](Context& c) { scatter(c, nullptr, nullptr, 0, kType, kRoot); }},
+    {"scatterv", [](Context& c) { scatterv(c, nullptr, nullptr, kNone, kType, kRoot); }},
+    {"broadcast", [](Context& c) { broadcast(c, nullptr, 0, kType, kRoot); }},
+    {"alltoall", [](Context& c) { alltoall(c, nullptr, nullptr, 0, kType); }},
+    {"alltoallv", [](Context& c) { alltoallv(c, nullptr, kNone, nullptr, kNone, kType); }},
+};
+
+void PrintTo(const ZeroCall& call, std::ostream* os) { *os << call.name; }
+
+class CollectiveZeroCount : public ::testing::TestWithParam<ZeroCall> {};
+
+TEST_P(CollectiveZeroCount, AcceptsNullBuffers) {
+  const ZeroCall& call = GetParam();
+  ContextOptions options;
+  options.timeout = 10s;
+  auto results = run_context_processes(
+      kRanks,
+      [&](Context& context) {
+        try {
+          call.run(context);
+        } catch (const std::exception& error) {
+          ADD_FAILURE() << "rank " << context.rank() << ": " << call.name
+                        << " with null buffers and no elements threw " << describe_exception(error);
+        }
+        store_barrier(context, "done");
+      },
+      60s, options);
+  expect_all_ok(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, CollectiveZeroCount, ::testing::ValuesIn(kZeroCalls),
+                         [](const ::testing::TestParamInfo<ZeroCall>& info) {
+                           return std::string(info.param.name);
+                         });
+
+}  // namespace
+}  // namespace gloo_lite::test

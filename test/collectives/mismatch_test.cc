@@ -1,0 +1,251 @@
+// Ranks that disagree about a collective (count, type, op, root, v-counts). Ranks are real
+// processes, so that a write outside a buffer cannot take the test binary down with it.
+//  check on (CollectiveOptions::check): every rank throws MismatchError, and every message names
+//    the odd rank.
+//  check off, for disagreements that change what goes on the wire: no rank hangs (each returns
+//    or throws within a bound of its 1 s timeout), the guard zones around every buffer stay
+//    intact, checked after every rank has finished (late writes included), the errors are
+//    MismatchError or TimeoutError (or the ConnectionError a peer's timeout causes), and where a
+//    receive disagrees in size with its send, at least one rank reports MismatchError or
+//    TimeoutError.
+// Every scenario runs with a small (eager) and a large (rendezvous) count.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/collectives.h"
+#include "test/collectives/process_sync.h"
+#include "test/collectives/rank_run.h"
+#include "test/collectives/reference.h"
+#include "test/transport/harness.h"
+
+namespace gloo_lite::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kRanks = 4;
+constexpr auto kShortTimeout = 1000ms;
+constexpr DataType kType = DataType::kInt32;
+
+using Keep = std::vector<std::unique_ptr<GuardedBuffer>>;
+
+// A guarded buffer of `elements` of `type`, kept until the end of the rank's test.
+uint8_t* make(Keep& keep, size_t elements, DataType type = kType) {
+  keep.push_back(std::make_unique<GuardedBuffer>(elements * element_bytes(type)));
+  fill_filler(keep.back()->data(), keep.back()->bytes());
+  return keep.back()->data();
+}
+
+// What a run with check off can expect of a disagreement.
+enum class Without {
+  kCheckOnly,  // nothing on the wire changes (a type of the same width, the op): not run
+  kMayPass,    // may complete everywhere (wrong data, leftover eager messages): roots, the odd
+               // rank's view of other ranks' counts; no hang and no corruption still required
+  kMustFail,   // a receive disagrees in size with its send: some rank must report it
+};
+
+struct Scenario {
+  const char* name;
+  int odd;  // the rank whose arguments differ
+  Without without;
+  void (*run)(Context& context, size_t n, bool odd, const CollectiveOptions& options, Keep& keep);
+};
+
+const Scenario kScenarios[] = {
+    {"allreduce_count", 2, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       size_t count = odd ? n + 1 : n;
+       allreduce(c, make(k, count), make(k, count), count, kType, ReduceOp::kSum, o);
+     }},
+    {"allreduce_type", 1, Without::kCheckOnly,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       DataType type = odd ? DataType::kFloat32 : DataType::kInt32;
+       allreduce(c, make(k, n), make(k, n), n, type, ReduceOp::kSum, o);
+     }},
+    {"allreduce_type_width", 3, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       DataType type = odd ? DataType::kInt64 : DataType::kInt32;
+       allreduce(c, make(k, n, type), make(k, n, type), n, type, ReduceOp::kSum, o);
+     }},
+    {"allreduce_op", 3, Without::kCheckOnly,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       allreduce(c, make(k, n), make(k, n), n, kType, odd ? ReduceOp::kMax : ReduceOp::kSum, o);
+     }},
+    {"reduce_root", 2, Without::kMayPass,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       reduce(c, make(k, n), make(k, n), n, kType, ReduceOp::kSum, odd ? 2 : 0, o);
+     }},
+    {"reduce_scatter_count", 1, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       size_t count = odd ? n - 1 : n;
+       reduce_scatter(c, make(k, count * kRanks), make(k, count), count, kType, ReduceOp::kSum, o);
+     }},
+    {"allgatherv_counts", 2, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       std::vector<size_t> counts = {n, n / 2, 0, n + 1};
+       if (odd) counts[1] += 3;
+       size_t total = counts[0] + counts[1] + counts[2] + counts[3];
+       allgatherv(c, make(k, counts[c.rank()]), make(k, total), counts, kType, o);
+     }},
+    {"gather_count", 3, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       size_t count = odd ? n + 3 : n;
+       gather(c, make(k, count), make(k, count * kRanks), count, kType, 1, o);
+     }},
+    {"gatherv_root", 1, Without::kMayPass,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       std::vector<size_t> counts = {n, 0, n / 3, n};
+       gatherv(c, make(k, counts[c.rank()]), make(k, 2 * n + n / 3), counts, kType, odd ? 1 : 3, o);
+     }},
+    {"scatter_root", 2, Without::kMayPass,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       scatter(c, make(k, n * kRanks), make(k, n), n, kType, odd ? 2 : 0, o);
+     }},
+    {"scatterv_counts", 0, Without::kMayPass,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       std::vector<size_t> counts = {n / 2, n, n, 0};
+       if (odd) counts[2] = n / 4;
+       size_t total = counts[0] + counts[1] + counts[2] + counts[3];
+       scatterv(c, make(k, total), make(k, counts[c.rank()]), counts, kType, 1, o);
+     }},
+    {"broadcast_root", 2, Without::kMayPass,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       broadcast(c, make(k, n), n, kType, odd ? 2 : 1, o);
+     }},
+    {"broadcast_count", 0, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       size_t count = odd ? 2 * n : n;
+       broadcast(c, make(k, count), count, kType, 0, o);
+     }},
+    {"alltoall_count", 3, Without::kMustFail,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       size_t count = odd ? n + 2 : n;
+       alltoall(c, make(k, count * kRanks), make(k, count * kRanks), count, kType, o);
+     }},
+    // Only ranks 0 and 1 disagree (0 sends 1 more than 1 expects); 2 and 3 cannot see it from
+    // their own fingerprints.
+    {"alltoallv_pair", 0, Without::kMustFail,
+     [](Context& c, size_t n, bool, const CollectiveOptions& o, Keep& k) {
+       std::vector<size_t> send(kRanks, n), receive(kRanks, n);
+       if (c.rank() == 0) send[1] = n + 5;
+       alltoallv(c, make(k, 3 * n + (c.rank() == 0 ? n + 5 : n)), send, make(k, kRanks * n),
+                 receive, kType, o);
+     }},
+};
+
+enum Outcome : int { kPending, kReturned, kMismatch, kTimeout, kConnection, kOther };
+const char* outcome_name(int outcome) {
+  const char* names[] = {"did not report", "returned",        "MismatchError",
+                         "TimeoutError",   "ConnectionError", "another error"};
+  return names[outcome];
+}
+
+struct Outcomes {
+  std::atomic<int> outcome[kRanks];
+};
+
+struct Variant {
+  const Scenario* scenario;
+  bool check;
+  size_t count;
+  std::string name() const {
+    return std::string(check ? "CheckOn_" : "CheckOff_") + scenario->name + "_n" +
+           std::to_string(count);
+  }
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> all;
+  for (bool check : {true, false}) {
+    for (const Scenario& scenario : kScenarios) {
+      if (!check && scenario.without == Without::kCheckOnly) continue;
+      for (size_t count : {size_t{12}, size_t{100000}}) all.push_back({&scenario, check, count});
+    }
+  }
+  return all;
+}
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
+
+class CollectiveMismatch : public ::testing::TestWithParam<Variant> {};
+
+void rank_body(const Variant& v, Context& context, Outcomes& outcomes) {
+  const Scenario& scenario = *v.scenario;
+  bool odd = context.rank() == scenario.odd;
+  CollectiveOptions options;
+  options.check = v.check;
+  options.timeout = v.check ? std::chrono::milliseconds(3s) : kShortTimeout;
+  Keep keep;
+  Outcome outcome = kReturned;
+  std::string message;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    scenario.run(context, v.count, odd, options, keep);
+  } catch (const MismatchError& error) {
+    outcome = kMismatch;
+    message = error.what();
+  } catch (const TimeoutError& error) {
+    outcome = kTimeout;
+    message = error.what();
+  } catch (const ConnectionError& error) {
+    outcome = kConnection;
+    message = error.what();
+  } catch (const std::exception& error) {
+    outcome = kOther;
+    message = describe_exception(error);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  outcomes.outcome[context.rank()].store(outcome);
+  // Every rank done before any checks its guards or exits.
+  store_barrier(context, "done");
+  std::string rank = "rank " + std::to_string(context.rank()) + ": ";
+  for (size_t i = 0; i < keep.size(); ++i) {
+    EXPECT_EQ(keep[i]->damaged_guard(), "") << rank << "buffer " << i << " of " << scenario.name;
+  }
+  if (v.check) {
+    EXPECT_EQ(outcome, kMismatch) << rank << "expected MismatchError, got " << outcome_name(outcome)
+                                  << " " << message;
+    std::string odd_name = "rank " + std::to_string(scenario.odd);
+    EXPECT_NE(message.find(odd_name), std::string::npos)
+        << rank << "the message does not name " << odd_name << ": " << message;
+  } else {
+    // A ConnectionError is a consequence, not a cause: a peer that timed out cancelled a
+    // message this rank had already matched.
+    EXPECT_NE(outcome, kOther) << rank << "expected MismatchError or TimeoutError, got " << message;
+    EXPECT_LT(elapsed, 2 * kShortTimeout + 3s)
+        << rank << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+        << " ms with a timeout of " << kShortTimeout.count() << " ms";
+  }
+}
+
+TEST_P(CollectiveMismatch, FailsCleanly) {
+  const Variant& v = GetParam();
+  SharedMapping<Outcomes> outcomes;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      kRanks, [&](Context& context) { rank_body(v, context, *outcomes); }, 120s, options);
+  expect_all_ok(results);
+  std::string summary;
+  bool reported = false;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    int outcome = outcomes->outcome[rank].load();
+    summary += " rank " + std::to_string(rank) + ": " + outcome_name(outcome) + ";";
+    reported = reported || outcome == kMismatch || outcome == kTimeout;
+  }
+  if (v.check || v.scenario->without == Without::kMustFail) {
+    EXPECT_TRUE(reported) << "no rank reported the disagreement as MismatchError or "
+                          << "TimeoutError:" << summary;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, CollectiveMismatch, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.name();
+                         });
+
+}  // namespace
+}  // namespace gloo_lite::test
