@@ -83,13 +83,18 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
     return;
   }
   auto& mesh = *call.mesh;
+  // Both regions always exist (empty for a null buffer), so that algorithms may post the empty
+  // messages that keep their sequences regular without special cases.
+  // In place, one region serves both roles and must span the larger (reduce_scatter's input,
+  // scatter's full buffer at the root).
+  size_t output_span =
+      input == output ? std::max(input_elements, output_elements) : output_elements;
+  std::unique_ptr<transport::Memory> output_memory =
+      mesh.register_memory(output, output == nullptr ? 0 : call.bytes(output_span));
   std::unique_ptr<transport::Memory> input_memory;
-  std::unique_ptr<transport::Memory> output_memory;
-  if (output != nullptr) {
-    output_memory = mesh.register_memory(output, call.bytes(output_elements));
-  }
-  if (input != nullptr && input != output) {
-    input_memory = mesh.register_memory(const_cast<void*>(input), call.bytes(input_elements));
+  if (input != output) {
+    input_memory = mesh.register_memory(const_cast<void*>(input),
+                                        input == nullptr ? 0 : call.bytes(input_elements));
   }
   call.input = static_cast<const uint8_t*>(input);
   call.output = static_cast<uint8_t*>(output);
@@ -144,6 +149,8 @@ void allgatherv(Context& context, const void* input, void* output,
   size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   size_t mine = counts[context.rank()];
   // In place when the input already sits at this rank's block of the output.
+  require_buffer(call, input, mine, "the input buffer");
+  require_buffer(call, output, total, "the output buffer");
   const uint8_t* own = static_cast<const uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
   if (input == own) input = output;
   if (input != output && mine > 0) {

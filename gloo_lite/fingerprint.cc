@@ -109,7 +109,10 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
   }
   call.mesh->wait(requests, call.deadline);
 
-  for (int peer = 0; peer < size; ++peer) {
+  // Each rank compares every peer's fingerprint with its own...
+  std::string problem;
+  int culprit = -1;
+  for (int peer = 0; peer < size && problem.empty(); ++peer) {
     if (peer == call.rank) continue;
     Fingerprint theirs = decode(&in[peer * kFingerprintBytes]);
     Fingerprint expected = mine;
@@ -118,6 +121,7 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
                 theirs.op == expected.op && theirs.root == expected.root &&
                 theirs.count == expected.count && theirs.blocks_hash == expected.blocks_hash &&
                 theirs.to_peer == expected.to_peer;
+    culprit = peer;
     if (!same) {
       std::string detail = per_peer && theirs.to_peer != expected.to_peer
                                ? " (rank " + std::to_string(peer) + " sends " +
@@ -125,17 +129,42 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
                                      std::to_string(call.rank) + ", which expects " +
                                      std::to_string(expected.to_peer) + ")"
                                : "";
-      throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) + " called " +
-                          describe(mine) + " but rank " + std::to_string(peer) + " called " +
-                          describe(theirs) + detail +
-                          "; every rank must call the same collectives in the same order with "
-                          "matching arguments");
+      problem = "collective mismatch: rank " + std::to_string(call.rank) + " called " +
+                describe(mine) + " but rank " + std::to_string(peer) + " called " +
+                describe(theirs) + detail +
+                "; every rank must call the same collectives in the same order with matching "
+                "arguments";
+    } else if (theirs.algorithm_hash != expected.algorithm_hash) {
+      problem = "collective mismatch: rank " + std::to_string(call.rank) + " and rank " +
+                std::to_string(peer) + " chose different algorithms for " + describe(mine) +
+                " (is GLOO_LITE_ALGO set alike on every rank?)";
     }
-    if (theirs.algorithm_hash != expected.algorithm_hash) {
-      throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) + " and rank " +
-                          std::to_string(peer) + " chose different algorithms for " +
-                          describe(mine) + " (is GLOO_LITE_ALGO set alike on every rank?)");
-    }
+  }
+  // ...then all ranks share their verdicts, so a disagreement that only two ranks can see (an
+  // alltoallv count between them) still stops every rank with the same diagnosis.
+  std::vector<uint8_t> verdict_out(8, 0);
+  std::vector<uint8_t> verdicts(8 * size, 0);
+  if (!problem.empty()) {
+    put_u32(verdict_out.data(), 1);
+    put_u32(verdict_out.data() + 4, static_cast<uint32_t>(culprit));
+  }
+  auto verdict_memory = call.mesh->register_memory(verdict_out.data(), verdict_out.size());
+  auto verdicts_memory = call.mesh->register_memory(verdicts.data(), verdicts.size());
+  requests.clear();
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == call.rank) continue;
+    requests.push_back(call.mesh->recv(peer, tag, *verdicts_memory, peer * 8, 8));
+    requests.push_back(call.mesh->send(peer, tag, *verdict_memory, 0, 8));
+  }
+  call.mesh->wait(requests, call.deadline);
+  if (!problem.empty()) throw MismatchError(problem);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == call.rank || get_u32(&verdicts[peer * 8]) == 0) continue;
+    throw MismatchError("collective mismatch in " + describe(mine) + ": rank " +
+                        std::to_string(peer) + " found that its arguments disagree with rank " +
+                        std::to_string(get_u32(&verdicts[peer * 8 + 4])) +
+                        "'s (see the error on those ranks); every rank must call the same "
+                        "collectives in the same order with matching arguments");
   }
 }
 

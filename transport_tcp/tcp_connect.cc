@@ -207,8 +207,16 @@ void TcpMesh::close_all(bool goodbye) {
   if (closed_) return;
   closed_ = true;
   if (goodbye) {
+    // A context that failed closes with its failure, not a goodbye: a peer still waiting on
+    // this rank then learns the root cause (say, which rank died) instead of "closed".
+    std::string reason = mesh_error_kind_ == ErrorKind::kNone ? "" : mesh_error_;
     for (auto& pair : pairs_) {
-      if (pair && pair->open_) queue_control(*pair, wire::FrameType::kGoodbye, 0, 0, 0);
+      if (!pair || !pair->open_) continue;
+      if (reason.empty()) {
+        queue_control(*pair, wire::FrameType::kGoodbye, 0, 0, 0);
+      } else {
+        queue_abort(*pair, reason);
+      }
     }
     // Let queued frames leave, briefly: a peer still reading gets our last messages.
     Deadline flush_deadline = Deadline::after(std::chrono::milliseconds(1000));

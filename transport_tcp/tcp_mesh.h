@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -87,6 +88,7 @@ class Pair : public EventHandler {
   ErrorKind error_kind_ = ErrorKind::kNone;
   std::string error_;
   uint32_t interest_ = 0;  // epoll mask currently set
+  bool driven_ = false;    // a waiting caller reads this socket itself (not the event loop)
 
   // Outgoing.
   std::deque<OutFrame> out_;
@@ -148,6 +150,7 @@ class TcpMesh : public transport::Mesh {
   void deliver_unexpected(const OpPtr& op, Unexpected& message);
   void clear_to_send(Pair& pair, const OpPtr& op, uint64_t send_id);
   void queue_frame(Pair& pair, OutFrame frame);
+  void queue_abort(Pair& pair, const std::string& reason);
   void queue_control(Pair& pair, wire::FrameType type, uint64_t a, uint64_t b, uint64_t c);
   void resume_blocked_pairs();
   bool cancel_locked(const OpPtr& op);
@@ -170,6 +173,16 @@ class TcpMesh : public transport::Mesh {
   size_t unexpected_bytes_ = 0;
   std::unordered_map<uint64_t, OpPtr> awaiting_cts_;   // sends, by send id
   std::unordered_map<uint64_t, OpPtr> awaiting_data_;  // receives, by recv id
+  // Caller-driven progress: one waiting thread at a time reads its pairs' sockets itself, and
+  // is woken through this eventfd when another thread completes one of its requests.
+  bool driver_active_ = false;
+  std::thread::id driver_thread_;
+  Fd driver_wake_;
+  bool drive(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
+             std::unique_lock<std::mutex>& lock, std::vector<Pair*>& driven);
+  void stop_driving(std::vector<Pair*>& driven);
+  void wake_driver();
+
   ErrorKind mesh_error_kind_ = ErrorKind::kNone;
   std::string mesh_error_;
   bool closed_ = false;

@@ -30,8 +30,11 @@ void Pair::on_events(uint32_t events) {
 
 void TcpMesh::update_interest(Pair& pair) {
   if (!pair.open_) return;
-  uint32_t wanted = (pair.rx_state_ == RxState::kBlocked ? 0u : uint32_t{EPOLLIN}) |
-                    (pair.out_.empty() ? 0u : uint32_t{EPOLLOUT});
+  // A driven pair's socket is served by the waiting caller, reads and writes alike.
+  bool loop_reads = pair.rx_state_ != RxState::kBlocked && !pair.driven_;
+  bool loop_writes = !pair.out_.empty() && !pair.driven_;
+  if (pair.driven_ && !pair.out_.empty()) wake_driver();  // it must now poll for writability
+  uint32_t wanted = (loop_reads ? uint32_t{EPOLLIN} : 0u) | (loop_writes ? uint32_t{EPOLLOUT} : 0u);
   if (wanted != pair.interest_) {
     loop_->modify(pair.fd_.get(), wanted, &pair);
     pair.interest_ = wanted;

@@ -41,6 +41,16 @@ struct Fold {
   int real(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
 };
 
+// Sends [begin, begin + elements) in the chunks exchange_and_reduce receives it in.
+void send_chunked(const Call& call, Step& step, int peer, const transport::Memory& from,
+                  size_t begin, size_t elements) {
+  size_t per = std::max<size_t>(1, kChunkBytes / call.element);
+  for (size_t done = 0; done < elements || done == 0; done += per) {
+    step.send(peer, from, call.bytes(begin + done), call.bytes(std::min(per, elements - done)));
+    if (elements == 0) break;
+  }
+}
+
 // Receives `elements` into scratch from `peer` while sending the range [send_begin,
 // +send_elements) of `from` (when `from` is not null), both cut into the same chunks, and
 // reduces each received chunk into the output at `reduce_begin` as soon as it lands:
@@ -55,11 +65,7 @@ void exchange_and_reduce(const Call& call, Step& step, Scratch& scratch, int pee
     receives.push_back(step.recv(peer, scratch.memory(), call.bytes(done), call.bytes(n)));
     if (elements == 0) break;
   }
-  for (size_t done = 0; from && (done < send_elements || done == 0); done += per) {
-    size_t n = std::min(per, send_elements - done);
-    step.send(peer, *from, call.bytes(send_begin + done), call.bytes(n));
-    if (send_elements == 0) break;
-  }
+  if (from != nullptr) send_chunked(call, step, peer, *from, send_begin, send_elements);
   size_t done = 0;
   for (const auto& request : receives) {
     step.wait(request);
@@ -75,7 +81,7 @@ void exchange_and_reduce(const Call& call, Step& step, Scratch& scratch, int pee
 const uint8_t* fold_in(const Call& call, const Fold& fold, Step& step, Scratch& scratch) {
   if (fold.partner < 0) return call.input;
   if (fold.sits_out) {
-    step.send(fold.partner, *call.input_memory, 0, call.bytes(call.count));
+    send_chunked(call, step, fold.partner, *call.input_memory, 0, call.count);
     step.wait();
     return nullptr;
   }

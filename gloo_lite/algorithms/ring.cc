@@ -89,9 +89,13 @@ void ring_loop(const Call& call, const RingPlan& plan) {
   auto send_block = [&](int t) { return mod(r - t - plan.shift, p); };
   auto recv_block = [&](int t) { return mod(r - t - 1 - plan.shift, p); };
   auto slot = [&](int index) { return Place{&scratch.memory(), index * slot_bytes}; };
+  // In place, the caller's result area (the buffer's start) may overlap input blocks that are
+  // still being sent: the last block then waits in scratch until every send has left.
+  const bool final_in_scratch = partials && call.input == call.output;
   auto target = [&](int t, int b) {
     if (!partials) return plan.target(t, b);
-    return t + 1 == steps ? Place{call.output_memory, 0} : slot(2 + t % 2);
+    bool last = t + 1 == steps;
+    return last && !final_in_scratch ? Place{call.output_memory, 0} : slot(2 + t % 2);
   };
 
   std::vector<std::vector<transport::RequestPtr>> receives(steps);
@@ -135,6 +139,10 @@ void ring_loop(const Call& call, const RingPlan& plan) {
     }
   }
   step.wait();
+  if (final_in_scratch) {
+    std::memmove(call.output, target(steps - 1, call.rank).pointer(),
+                 call.bytes(plan.blocks[call.rank].length));
+  }
 }
 
 // ---- allreduce ----
