@@ -2,7 +2,9 @@
 // (empty, tiny, eager, just past the eager threshold, rendezvous, very large), for 2..16 ranks.
 #include <gtest/gtest.h>
 
+#include "rendezvous/stores.h"
 #include "test/transport/harness.h"
+#include "transport_tcp/tcp_device.h"
 
 namespace gloo_lite::test {
 namespace {
@@ -114,6 +116,26 @@ TEST(SendRecv, SplitFormsSubContexts) {
     auto none = context.split(-1, 0);
     EXPECT_FALSE(none);
   }));
+}
+
+}  // namespace
+}  // namespace gloo_lite::test
+
+namespace gloo_lite::test {
+namespace {
+
+TEST(SendRecv, Ipv6Loopback) {
+  // The same exchange over [::1]: addresses, handshake and matching are family-agnostic.
+  tcp::DeviceOptions options;
+  options.hostname = "::1";
+  auto device = tcp::create_device(options);
+  auto store = make_hash_store();
+  run_threads(3, [&](int rank) {
+    auto context = Context::create(store, rank, 3, device);
+    EXPECT_NE(context->mesh().address().find("[::1]"), std::string::npos)
+        << context->mesh().address();
+    ring_exchange(*context, {0, 100, 1 << 20});
+  });
 }
 
 }  // namespace
