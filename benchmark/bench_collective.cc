@@ -1,0 +1,210 @@
+#include "bench_collective.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "bench_values.h"
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::bench {
+
+double CollectiveInfo::bus_factor(int ranks) const {
+  double n = ranks;
+  switch (kind) {
+    case Kind::kAllreduce:
+      return 2 * (n - 1) / n;
+    case Kind::kReduceScatter:
+    case Kind::kAllgather:
+    case Kind::kGather:
+    case Kind::kScatter:
+    case Kind::kAlltoall:
+      return (n - 1) / n;
+    case Kind::kReduce:
+    case Kind::kBroadcast:
+      return 1;
+    case Kind::kBarrier:
+      break;
+  }
+  return 0;
+}
+
+const std::vector<CollectiveInfo>& all_collectives() {
+  //                        kind                 name          reduces rooted blocked oop   ip
+  static const std::vector<CollectiveInfo> table = {
+      {Kind::kAllreduce, "allreduce", true, false, false, true, true},
+      {Kind::kReduce, "reduce", true, true, false, true, true},
+      {Kind::kReduceScatter, "reduce_scatter", true, false, true, true, true},
+      {Kind::kAllgather, "allgather", false, false, true, true, true},
+      {Kind::kGather, "gather", false, true, true, true, true},
+      {Kind::kScatter, "scatter", false, true, true, true, true},
+      {Kind::kBroadcast, "broadcast", false, true, false, false, true},
+      {Kind::kAlltoall, "alltoall", false, false, true, true, false},
+      {Kind::kBarrier, "barrier", false, false, false, true, false},
+  };
+  return table;
+}
+
+const CollectiveInfo& find_collective(const std::string& name) {
+  std::string known;
+  for (const CollectiveInfo& info : all_collectives()) {
+    if (name == info.name) return info;
+    known += std::string(known.empty() ? "" : ", ") + info.name;
+  }
+  throw InvalidArgument("unknown collective '" + name + "'; known: " + known + ", all");
+}
+
+Shape shape_of(const CollectiveInfo& info, uint64_t bytes, DataType type, int ranks) {
+  Shape shape;
+  if (info.kind == Kind::kBarrier) return shape;
+  size_t element = element_size(type);
+  shape.elements = bytes / element;
+  shape.count = shape.elements;
+  if (info.blocked) {
+    shape.count = shape.elements / ranks;
+    shape.elements = shape.count * ranks;
+  }
+  shape.bytes = shape.elements * element;
+  return shape;
+}
+
+Buffer::Buffer(size_t bytes) {
+  constexpr size_t kPage = 4096;
+  size_t rounded = (bytes + kPage - 1) / kPage * kPage + kPage;
+  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kPage, rounded)));
+  if (!data_) throw std::bad_alloc();
+  std::memset(data_.get(), 0, rounded);
+}
+
+void Buffer::Free::operator()(uint8_t* pointer) const { std::free(pointer); }
+
+CollectiveCall::CollectiveCall(Context& context, const Setup& setup, Buffers& buffers)
+    : context_(context), setup_(setup), rank_(context.rank()), ranks_(context.size()) {
+  uint8_t* in = buffers.input.data();
+  uint8_t* out = buffers.output.data();
+  size_t block = setup.shape.count * element_size(setup.type);
+  bool is_root = rank_ == setup.root;
+  input_ = in;
+  output_ = out;
+  if (!setup.in_place) return;
+  // In place as the library defines it (gloo_lite/collectives.h, MPI_IN_PLACE): one buffer, with
+  // this rank's block inside it where the collective has blocks; rooted collectives alias at the
+  // root only.
+  switch (setup.info->kind) {
+    case Kind::kAllgather:
+      input_ = out + rank_ * block;
+      break;
+    case Kind::kGather:
+      if (is_root) input_ = out + rank_ * block;
+      break;
+    case Kind::kScatter:
+      if (is_root) output_ = in + rank_ * block;
+      break;
+    default:  // allreduce, reduce, reduce_scatter (result at the start), broadcast
+      input_ = out;
+  }
+}
+
+void CollectiveCall::run() const {
+  const Setup& s = setup_;
+  size_t count = s.shape.count;
+  switch (s.info->kind) {
+    case Kind::kAllreduce:
+      return allreduce(context_, input_, output_, count, s.type, s.op, s.options);
+    case Kind::kReduce:
+      return reduce(context_, input_, output_, count, s.type, s.op, s.root, s.options);
+    case Kind::kReduceScatter:
+      return reduce_scatter(context_, input_, output_, count, s.type, s.op, s.options);
+    case Kind::kAllgather:
+      return allgather(context_, input_, output_, count, s.type, s.options);
+    case Kind::kGather:
+      return gather(context_, input_, output_, count, s.type, s.root, s.options);
+    case Kind::kScatter:
+      return scatter(context_, input_, output_, count, s.type, s.root, s.options);
+    case Kind::kBroadcast:
+      return broadcast(context_, output_, count, s.type, s.root, s.options);
+    case Kind::kAlltoall:
+      return alltoall(context_, input_, output_, count, s.type, s.options);
+    case Kind::kBarrier:
+      return barrier(context_, s.options);
+  }
+}
+
+namespace {
+
+struct Extents {
+  size_t input = 0;   // elements the call reads on this rank
+  size_t output = 0;  // elements it writes
+};
+
+Extents extents_of(Kind kind, size_t count, int ranks, bool is_root) {
+  size_t all = count * ranks;
+  switch (kind) {
+    case Kind::kAllreduce:
+    case Kind::kBroadcast:
+      return {count, count};
+    case Kind::kReduce:
+      return {count, is_root ? count : 0};
+    case Kind::kReduceScatter:
+      return {all, count};
+    case Kind::kAllgather:
+      return {count, all};
+    case Kind::kGather:
+      return {count, is_root ? all : 0};
+    case Kind::kScatter:
+      return {is_root ? all : 0, count};
+    case Kind::kAlltoall:
+      return {all, all};
+    case Kind::kBarrier:
+      break;
+  }
+  return {};
+}
+
+// All-ones bytes: NaN in every float type and -1 or the largest value in the integer types,
+// which bench_values never produces; an element the call fails to write then counts as wrong.
+constexpr int kPoison = 0xFF;
+
+}  // namespace
+
+void CollectiveCall::fill_inputs() const {
+  const Setup& s = setup_;
+  Extents extents = extents_of(s.info->kind, s.shape.count, ranks_, rank_ == s.root);
+  // Poison first: in place, the input lies inside the output.
+  std::memset(output_, kPoison, extents.output * element_size(s.type));
+  ValuePattern pattern(s.type, s.op, ranks_, s.info->reduces);
+  fill_values(s.type, input_, extents.input, pattern, rank_, 0);
+}
+
+size_t CollectiveCall::count_wrong() const {
+  const Setup& s = setup_;
+  size_t c = s.shape.count;
+  Extents extents = extents_of(s.info->kind, c, ranks_, rank_ == s.root);
+  ValuePattern pattern(s.type, s.op, ranks_, s.info->reduces);
+  auto wrong = [&](auto expected) {
+    return bench::count_wrong(s.type, output_, extents.output, expected);
+  };
+  int rank = rank_;
+  switch (s.info->kind) {
+    case Kind::kAllreduce:
+    case Kind::kReduce:
+      return wrong([&](size_t i) { return pattern.reduced(i); });
+    case Kind::kReduceScatter:
+      return wrong([&](size_t i) { return pattern.reduced(rank * c + i); });
+    case Kind::kAllgather:
+    case Kind::kGather:
+      return wrong([&](size_t j) { return pattern.input(static_cast<int>(j / c), j % c); });
+    case Kind::kScatter:
+      return wrong([&](size_t i) { return pattern.input(s.root, rank * c + i); });
+    case Kind::kBroadcast:
+      return wrong([&](size_t i) { return pattern.input(s.root, i); });
+    case Kind::kAlltoall:
+      return wrong(
+          [&](size_t j) { return pattern.input(static_cast<int>(j / c), rank * c + j % c); });
+    case Kind::kBarrier:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace gloo_lite::bench

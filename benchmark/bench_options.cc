@@ -1,0 +1,185 @@
+#include "bench_options.h"
+
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::bench {
+namespace {
+
+constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [options]
+  -b, --minbytes SIZE      smallest message in bytes, K/M/G suffixes (default 8)
+  -e, --maxbytes SIZE      largest message (default 64M)
+  -f, --stepfactor N       multiply the size by N between rows (default 2)
+  -i, --stepbytes SIZE     add SIZE between rows instead of multiplying
+  -n, --iters N            timed iterations per size (default: auto, ~0.3 s per size, >= 5)
+      --size-time SECONDS  time per size that the automatic -n aims at (default 0.3)
+  -w, --warmup_iters N     warm-up iterations per size (default 5)
+  -c, --check 0/1          verify every output element after the warm-up (default 1)
+  -o, --op NAME            sum, prod, min, max, avg (default sum)
+  -d, --datatype NAME      float, half, bf16, double, int8, uint8, int32, ... (default float)
+  -r, --root N             root of reduce, gather, scatter, broadcast (default 0)
+  -A, --algorithm NAME     auto (the tuner), an algorithm name, a comma list, or all
+                           (auto, then every algorithm of the collective) (default auto)
+      --collective NAME    allreduce (default), reduce, reduce_scatter, allgather, gather,
+                           scatter, broadcast, alltoall, barrier, a comma list, or all
+      --json FILE          also write every row as JSON (rank 0)
+  -I, --per-iteration      time every iteration and print its p50 and p99 (max over ranks)
+  -t, --transport NAME     tcp (the only transport for now)
+  -v, --verbose            progress on stderr even when it is not a terminal
+  -h, --help               this text
+Sizes are bytes per rank buffer as in nccl-tests: for reduce_scatter, allgather, gather, scatter
+and alltoall the size is the whole (P-block) buffer. GB = 1e9 bytes.
+)";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "gloo_lite_bench: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+int64_t parse_int(const char* text, const char* flag, int64_t minimum) {
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || value < minimum) {
+    usage_error(std::string(flag) + " wants an integer >= " + std::to_string(minimum) + ", got '" +
+                text + "'");
+  }
+  return value;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+enum LongOnly { kCollective = 1000, kJson, kSizeTime };
+
+const option kLongOptions[] = {
+    {"minbytes", required_argument, nullptr, 'b'},
+    {"maxbytes", required_argument, nullptr, 'e'},
+    {"stepfactor", required_argument, nullptr, 'f'},
+    {"stepbytes", required_argument, nullptr, 'i'},
+    {"iters", required_argument, nullptr, 'n'},
+    {"warmup_iters", required_argument, nullptr, 'w'},
+    {"check", required_argument, nullptr, 'c'},
+    {"op", required_argument, nullptr, 'o'},
+    {"datatype", required_argument, nullptr, 'd'},
+    {"root", required_argument, nullptr, 'r'},
+    {"algorithm", required_argument, nullptr, 'A'},
+    {"transport", required_argument, nullptr, 't'},
+    {"per-iteration", no_argument, nullptr, 'I'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
+    {"collective", required_argument, nullptr, kCollective},
+    {"json", required_argument, nullptr, kJson},
+    {"size-time", required_argument, nullptr, kSizeTime},
+    {nullptr, 0, nullptr, 0},
+};
+
+void apply(Options& options, int flag, const char* value) {
+  switch (flag) {
+    case 'b':
+      options.min_bytes = parse_bytes(value, "-b");
+      break;
+    case 'e':
+      options.max_bytes = parse_bytes(value, "-e");
+      break;
+    case 'f':
+      options.factor = parse_int(value, "-f", 2);
+      break;
+    case 'i':
+      options.step_bytes = parse_bytes(value, "-i");
+      break;
+    case 'n':
+      options.iterations = static_cast<int>(parse_int(value, "-n", 1));
+      break;
+    case 'w':
+      options.warmup = static_cast<int>(parse_int(value, "-w", 0));
+      break;
+    case 'c':
+      options.check = parse_int(value, "-c", 0) != 0;
+      break;
+    case 'o':
+      options.op = parse_op(value);
+      if (options.op == ReduceOp::kCustom) usage_error("-o custom needs a program, not a flag");
+      break;
+    case 'd':
+      options.type = parse_type(value);
+      break;
+    case 'r':
+      options.root = static_cast<int>(parse_int(value, "-r", 0));
+      break;
+    case 'A':
+      options.algorithms = split_list(value);
+      break;
+    case 't':
+      options.transport = value;
+      if (options.transport != "tcp") usage_error("-t: only the tcp transport exists for now");
+      break;
+    case 'I':
+      options.per_iteration = true;
+      break;
+    case 'v':
+      options.verbose = true;
+      break;
+    case kCollective:
+      options.collectives = split_list(value);
+      break;
+    case kJson:
+      options.json_path = value;
+      break;
+    case kSizeTime:
+      options.seconds_per_size = std::strtod(value, nullptr);
+      if (!(options.seconds_per_size > 0)) usage_error("--size-time wants seconds > 0");
+      break;
+    case 'h':
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    default:
+      usage_error("unknown option");
+  }
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  int flag;
+  while ((flag = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:A:t:Ivh", kLongOptions, nullptr)) !=
+         -1) {
+    try {
+      apply(options, flag, optarg);
+    } catch (const Error& error) {  // parse_bytes, parse_type, parse_op
+      usage_error(error.what());
+    }
+  }
+  if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (options.min_bytes > options.max_bytes) usage_error("-b is larger than -e");
+  if (options.algorithms.empty()) options.algorithms = {"auto"};
+  if (options.collectives.empty()) options.collectives = {"allreduce"};
+  return options;
+}
+
+std::vector<uint64_t> sweep_sizes(const Options& options) {
+  std::vector<uint64_t> sizes;
+  uint64_t bytes = options.min_bytes;
+  while (bytes <= options.max_bytes) {
+    sizes.push_back(bytes);
+    uint64_t next = options.step_bytes > 0 ? bytes + options.step_bytes : bytes * options.factor;
+    if (next <= bytes) break;  // -b 0 with a factor, or overflow
+    bytes = next;
+  }
+  return sizes;
+}
+
+}  // namespace gloo_lite::bench

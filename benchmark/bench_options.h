@@ -1,0 +1,39 @@
+// Command-line options of gloo_lite_bench, named as in nccl-tests where nccl-tests has the flag.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/types.h"
+
+namespace gloo_lite::bench {
+
+struct Options {
+  uint64_t min_bytes = 8;                // -b
+  uint64_t max_bytes = 64ull << 20;      // -e
+  uint64_t factor = 2;                   // -f (used when step_bytes is 0)
+  uint64_t step_bytes = 0;               // -i: additive steps instead of a factor
+  int iterations = 0;                    // -n; 0: scaled so that each size takes ~seconds_per_size
+  double seconds_per_size = 0.3;         // --size-time, for the automatic -n
+  int warmup = 5;                        // -w
+  bool check = true;                     // -c
+  DataType type = DataType::kFloat32;    // -d
+  ReduceOp op = ReduceOp::kSum;          // -o
+  int root = 0;                          // -r
+  std::vector<std::string> algorithms;   // -A: "auto", a name, "all", or a comma list
+  std::vector<std::string> collectives;  // --collective: a name, "all", or a comma list
+  std::string json_path;                 // --json
+  bool per_iteration = false;            // -I
+  std::string transport = "tcp";         // -t
+  bool verbose = false;                  // -v
+};
+
+// Parses argv; prints usage and exits 0 on -h, 2 on a malformed command line (with a message
+// naming the flag). Collective and algorithm names are checked later, against the library.
+Options parse_options(int argc, char** argv);
+
+// The requested sizes in bytes, from min to max by factor (or step).
+std::vector<uint64_t> sweep_sizes(const Options& options);
+
+}  // namespace gloo_lite::bench

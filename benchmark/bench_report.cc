@@ -1,0 +1,142 @@
+#include "bench_report.h"
+
+#include <cstdio>
+
+namespace gloo_lite::bench {
+namespace {
+
+// Column widths, shared by the headings and the rows.
+constexpr const char* kPrefix = "%12s  %12s  %8s  %6s  %6s";
+constexpr const char* kForm = "  %8s  %7s  %7s  %6s";
+constexpr const char* kPercentiles = "  %8s  %8s";
+
+std::string format(const char* pattern, double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+// Microseconds with the precision nccl-tests gives them.
+std::string format_time(double us) {
+  return format(us >= 10000 ? "%.0f" : us >= 100 ? "%.1f" : "%.2f", us);
+}
+
+std::string centered(const std::string& text, size_t width) {
+  size_t left = text.size() < width ? (width - text.size()) / 2 : 0;
+  std::string line(left, ' ');
+  line += text;
+  if (line.size() < width) line.append(width - line.size(), ' ');
+  return line;
+}
+
+}  // namespace
+
+void print_run_header(const RunDescription& run, const Options& options) {
+  std::printf("# gloo_lite_bench: gloo_lite %s, nccl-tests conventions (GB = 1e9 B)\n",
+              run.version.c_str());
+  std::printf("#  transport %s (%s)  P %d  host %s\n", run.transport.c_str(), run.device.c_str(),
+              run.ranks, run.host.c_str());
+  std::string iterations =
+      options.iterations > 0
+          ? std::to_string(options.iterations)
+          : "auto (>= 5, ~" + format("%.2f", options.seconds_per_size) + " s per size and form)";
+  std::string step = options.step_bytes > 0 ? std::to_string(options.step_bytes) + "(bytes)"
+                                            : std::to_string(options.factor) + "(factor)";
+  std::printf("#  minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %s validation: %d\n",
+              static_cast<unsigned long long>(options.min_bytes),
+              static_cast<unsigned long long>(options.max_bytes), step.c_str(), options.warmup,
+              iterations.c_str(), options.check ? 1 : 0);
+  std::string algorithms;
+  for (const std::string& name : options.algorithms) {
+    algorithms += (algorithms.empty() ? "" : ",") + name;
+  }
+  std::string collectives;
+  for (const std::string& name : options.collectives) {
+    collectives += (collectives.empty() ? "" : ",") + name;
+  }
+  std::printf("#  collective %s  algorithm %s  type %s  op %s  root %d\n", collectives.c_str(),
+              algorithms.c_str(), type_name(options.type), op_name(options.op), options.root);
+  std::printf("#\n# Using ranks\n");
+  for (size_t rank = 0; rank < run.rank_lines.size(); ++rank) {
+    std::printf("#  Rank %2zu %s\n", rank, run.rank_lines[rank].c_str());
+  }
+  std::fflush(stdout);
+}
+
+Table::Table(const CollectiveInfo& info, const std::string& algorithm, const Options& options)
+    : info_(info), per_iteration_(options.per_iteration), check_(options.check) {
+  std::string form_format = std::string(kForm) + (per_iteration_ ? kPercentiles : "");
+  char prefix[128];
+  char form[128];
+  std::snprintf(form, sizeof(form), form_format.c_str(), "", "", "", "", "", "");
+  size_t form_width = std::string(form).size();
+  std::snprintf(prefix, sizeof(prefix), kPrefix, "", "", "", "", "");
+  std::printf("#\n# Collective %s, algorithm %s (the last column: what the library ran)\n",
+              info.name, algorithm.c_str());
+  std::printf("#%s%s%s\n", std::string(prefix).substr(1).c_str(),
+              centered("out-of-place", form_width).c_str(),
+              centered("in-place", form_width).c_str());
+  std::printf("#");
+  std::printf(std::string(kPrefix).substr(1).c_str(), "size", "count", "type", "redop", "root");
+  for (int i = 0; i < 2; ++i) {
+    std::printf(form_format.c_str(), "time", "algbw", "busbw", "#wrong", "p50", "p99");
+  }
+  std::printf("  algo\n#");
+  std::printf(std::string(kPrefix).substr(1).c_str(), "(B)", "(elements)", "", "", "");
+  for (int i = 0; i < 2; ++i) {
+    std::printf(form_format.c_str(), "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void Table::add(const Row& row, const Timing& timing) {
+  if (!timing.measured) {
+    std::printf(kForm, "N/A", "N/A", "N/A", "N/A");
+    if (per_iteration_) std::printf(kPercentiles, "N/A", "N/A");
+    return;
+  }
+  double busbw = busbw_gbps(row, timing);
+  if (info_.kind != Kind::kBarrier) {
+    busbw_sum_ += busbw;
+    ++busbw_count_;
+  }
+  if (timing.wrong > 0) wrong_ += timing.wrong;
+  std::string wrong = timing.wrong >= 0 ? std::to_string(timing.wrong) : "N/A";
+  std::printf(kForm, format_time(timing.time_us).c_str(),
+              format("%.3f", algbw_gbps(row, timing)).c_str(), format("%.3f", busbw).c_str(),
+              wrong.c_str());
+  if (per_iteration_) {
+    std::printf(kPercentiles, format_time(timing.p50_us).c_str(),
+                format_time(timing.p99_us).c_str());
+  }
+}
+
+void Table::print_row(const Row& row) {
+  bool barrier = info_.kind == Kind::kBarrier;
+  std::printf(kPrefix, std::to_string(row.shape.bytes).c_str(),
+              std::to_string(row.shape.elements).c_str(), barrier ? "none" : type_name(row.type),
+              info_.reduces ? op_name(row.op) : "none",
+              std::to_string(info_.rooted ? row.root : -1).c_str());
+  add(row, row.out_of_place);
+  add(row, row.in_place);
+  std::printf("  %s\n", row.chosen.c_str());
+  std::fflush(stdout);
+}
+
+void Table::print_footer() const {
+  if (check_) {
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_),
+                wrong_ == 0 ? "OK" : "FAILED");
+  } else {
+    std::printf("# Out of bounds values : not checked (-c 0)\n");
+  }
+  if (busbw_count_ > 0) {
+    std::printf("# Avg bus bandwidth    : %.4f \n", busbw_sum_ / busbw_count_);
+  } else {
+    std::printf("# Avg bus bandwidth    : N/A (%s moves no data)\n", info_.name);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace gloo_lite::bench

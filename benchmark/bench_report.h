@@ -1,0 +1,46 @@
+// The text output of gloo_lite_bench, laid out as nccl-tests lays out its tables: '#' header
+// lines, one row per size with out-of-place and in-place columns, a footer per table. Rank 0
+// prints; the numbers are already reduced over ranks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+#include "bench_sweep.h"
+
+namespace gloo_lite::bench {
+
+struct RunDescription {
+  std::string version;    // gloo_lite's
+  std::string transport;  // -t
+  std::string device;     // the transport device's description
+  std::string host;       // rank 0's host
+  int ranks = 0;
+  std::vector<std::string> rank_lines;  // "pid 123 on host", one per rank
+};
+
+void print_run_header(const RunDescription& run, const Options& options);
+
+// One table per (collective, requested algorithm).
+class Table {
+ public:
+  Table(const CollectiveInfo& info, const std::string& algorithm, const Options& options);
+  void print_row(const Row& row);
+  // "# Out of bounds values" and "# Avg bus bandwidth" of this table.
+  void print_footer() const;
+  int64_t wrong() const { return wrong_; }
+
+ private:
+  void add(const Row& row, const Timing& timing);
+
+  const CollectiveInfo& info_;
+  bool per_iteration_;
+  bool check_;
+  int64_t wrong_ = 0;
+  double busbw_sum_ = 0;
+  int busbw_count_ = 0;
+};
+
+}  // namespace gloo_lite::bench

@@ -1,0 +1,44 @@
+// Timing of one row: warm-up, the check, then the timed loop, reduced over ranks so that every
+// rank holds the same numbers (time = max over ranks of each rank's average, as nccl-tests).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bench_collective.h"
+#include "bench_options.h"
+
+namespace gloo_lite::bench {
+
+struct Timing {
+  bool measured = false;  // false: the collective has no such form (printed N/A)
+  int iterations = 0;
+  double time_us = 0;  // max over ranks of the per-rank average
+  int64_t wrong = -1;  // wrong elements over all ranks; -1 when not checked
+  double p50_us = -1;  // per-iteration percentiles (-I), of the max over ranks; -1 when off
+  double p99_us = -1;
+};
+
+// One printed row: a size of one collective with one requested algorithm, both forms.
+struct Row {
+  const CollectiveInfo* info = nullptr;
+  std::string requested;  // -A: "auto" or a name
+  std::string chosen;     // what the library ran
+  int ranks = 0;
+  Shape shape;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  Timing out_of_place;
+  Timing in_place;
+};
+
+// GB/s with GB = 1e9 B: algbw = bytes / time, busbw = algbw * the collective's bus factor.
+double algbw_gbps(const Row& row, const Timing& timing);
+double busbw_gbps(const Row& row, const Timing& timing);
+
+// Measures one form (in or out of place) of one call. Collective over the context: every rank
+// calls it with the same setup and options.
+Timing measure(Context& context, const CollectiveCall& call, const Options& options);
+
+}  // namespace gloo_lite::bench

@@ -1,0 +1,294 @@
+"""Issue 4's targets, the ratio rows and their text/markdown rendering.
+
+Targets (each a ratio in the same run, gloo_lite 'auto' against the anchors):
+  bandwidth  allreduce, allgather, reduce_scatter, broadcast at 1, 16 and 64 MiB:
+             busbw >= 1.5x the best Gloo algorithm and >= 1.0x Open MPI over TCP
+  latency    8 B allreduce and barrier: time <= 0.2x Gloo's best and <= 1.0x Open MPI over TCP
+  auto       (when explicit gloo_lite algorithms ran too) auto no more than 10% slower than the
+             best explicit algorithm at any size
+  memory     peak RSS per rank of a 64 MiB allreduce <= 2x the user buffer
+Rows below 64 KiB and barrier rows compare times ('t', lower is better); the others compare
+busbw ('bw', higher is better).
+"""
+
+from . import model
+
+BW_COLLS = ("allreduce", "allgather", "reduce_scatter", "broadcast")
+BW_TARGET_SIZES = (1 << 20, 16 << 20, 64 << 20)
+BW_VS_GLOO, BW_VS_MPI = 1.5, 1.0
+LAT_VS_GLOO, LAT_VS_MPI = 0.2, 1.0
+AUTO_SLACK = 1.10
+RSS_FACTOR = 2.0
+LATENCY_BELOW = 64 << 10
+
+
+def is_latency_row(coll, size):
+    return coll == "barrier" or size < LATENCY_BELOW
+
+
+def _usable(r):
+    return r is not None and r.get("status", "ok") == "ok" and r.get("time_us", 0) > 0 \
+        and not r.get("wrong")
+
+
+def target_kind(coll, size):
+    if coll in BW_COLLS and size in BW_TARGET_SIZES:
+        return "bw"
+    if (coll == "allreduce" and size == 8) or coll == "barrier":
+        return "lat"
+    return None
+
+
+def _check(kind, ratio, need):
+    """-> dict(value, need, met, shortfall) for a ratio; shortfall in percent of the value that
+    would have to change: bw 'needs +x% busbw', lat 'needs -x% time'."""
+    if ratio is None:
+        return dict(value=None, need=need, met=None, shortfall=None)
+    if kind == "bw":
+        met = ratio >= need
+        short = 0.0 if met else (need / ratio - 1.0) * 100.0
+    else:
+        met = ratio <= need
+        short = 0.0 if met else (1.0 - need / ratio) * 100.0
+    return dict(value=ratio, need=need, met=met, shortfall=short)
+
+
+def build_rows(best_records, gl_variant="auto"):
+    """best_records: one Record per (lib, variant, coll, P, size) (model.best_of_passes).
+    Returns rows sorted by collective order, P, size."""
+    cases = {}
+    for r in best_records:
+        cases.setdefault(model.case_key(r), []).append(r)
+    order = {c: i for i, c in enumerate(model.COLLECTIVES)}
+    rows = []
+    for key in sorted(cases, key=lambda k: (order.get(k[0], 99), k[1], k[2])):
+        coll, P, size = key
+        rs = cases[key]
+        gl = next((r for r in rs if r["lib"] == "gloo_lite" and r["variant"] == gl_variant), None)
+        gl_explicit = {r["variant"]: r for r in rs
+                       if r["lib"] == "gloo_lite" and r["variant"] != gl_variant}
+        gloo_all = {r["variant"]: r for r in rs if r["lib"] == "gloo"}
+        good = [r for r in gloo_all.values() if _usable(r)]
+        gloo_best = min(good, key=lambda r: r["time_us"]) if good else None
+        mpi_tcp = next((r for r in rs if r["lib"] == "openmpi" and r["variant"] == "ob1_tcp"),
+                       None)
+        mpi_shm = next((r for r in rs if r["lib"] == "openmpi" and r["variant"] == "ob1_vader"),
+                       None)
+        lat = is_latency_row(coll, size)
+        row = dict(coll=coll, P=P, size=size, kind="lat" if lat else "bw", gl=gl,
+                   gl_explicit=gl_explicit, gloo_all=gloo_all, gloo_best=gloo_best,
+                   mpi_tcp=mpi_tcp, mpi_shm=mpi_shm)
+
+        def ratio(other):
+            if not (_usable(gl) and _usable(other)):
+                return None
+            if lat:
+                return gl["time_us"] / other["time_us"]
+            return gl["busbw"] / other["busbw"] if other["busbw"] > 0 else None
+
+        row["ratio_gloo"] = ratio(gloo_best)
+        row["ratio_mpi"] = ratio(mpi_tcp)
+        row["ratio_shm"] = ratio(mpi_shm)
+        tk = target_kind(coll, size)
+        row["target"] = tk
+        if tk == "bw":
+            row["check_gloo"] = _check("bw", row["ratio_gloo"], BW_VS_GLOO)
+            row["check_mpi"] = _check("bw", row["ratio_mpi"], BW_VS_MPI)
+        elif tk == "lat":
+            row["check_gloo"] = _check("lat", row["ratio_gloo"], LAT_VS_GLOO)
+            row["check_mpi"] = _check("lat", row["ratio_mpi"], LAT_VS_MPI)
+        # auto against gloo_lite's own explicit algorithms, when those ran
+        ex = [r for r in gl_explicit.values() if _usable(r)]
+        if _usable(gl) and ex:
+            bx = min(ex, key=lambda r: r["time_us"])
+            row["auto_vs_best"] = dict(best=bx["variant"], best_time_us=bx["time_us"],
+                                       ratio=gl["time_us"] / bx["time_us"],
+                                       met=gl["time_us"] <= AUTO_SLACK * bx["time_us"])
+        used = [r for r in (gl, gloo_best, mpi_tcp, mpi_shm) if r is not None]
+        row["noise"] = max([r.get("foreign_cores") or 0.0 for r in used] or [0.0])
+        row["contended"] = any(r.get("contended") for r in used)
+        rows.append(row)
+    return rows
+
+
+def summarize(rows, rss=None):
+    checks = []
+    for row in rows:
+        for who, label in (("check_gloo", "Gloo best"), ("check_mpi", "Open MPI TCP")):
+            c = row.get(who)
+            if c is None:
+                continue
+            checks.append(dict(coll=row["coll"], P=row["P"], size=row["size"], kind=row["target"],
+                               against=label, **c))
+        if "auto_vs_best" in row:
+            a = row["auto_vs_best"]
+            checks.append(dict(coll=row["coll"], P=row["P"], size=row["size"], kind="auto",
+                               against="best explicit gloo_lite (%s)" % a["best"],
+                               value=a["ratio"], need=AUTO_SLACK, met=a["met"],
+                               shortfall=0.0 if a["met"] else (1 - AUTO_SLACK / a["ratio"]) * 100))
+    for m in rss or []:
+        if m["lib"] == "gloo_lite" and m.get("ratio") is not None:
+            checks.append(dict(coll="allreduce", P=m["P"], size=m["buffer_bytes"], kind="memory",
+                               against="2x user buffer", value=m["ratio"], need=RSS_FACTOR,
+                               met=m["ratio"] <= RSS_FACTOR,
+                               shortfall=0.0 if m["ratio"] <= RSS_FACTOR
+                               else (1 - RSS_FACTOR / m["ratio"]) * 100))
+    met = sum(1 for c in checks if c["met"])
+    missed = [c for c in checks if c["met"] is False]
+    unknown = sum(1 for c in checks if c["met"] is None)
+    return dict(checks=checks, met=met, missed=len(missed), unknown=unknown,
+                misses=missed)
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering
+
+def _t(r):
+    if r is None:
+        return "-"
+    if r.get("status", "ok") != "ok":
+        return "FAIL"
+    if r.get("wrong"):
+        return "WRONG"
+    t = r["time_us"]
+    return "%.0f" % t if t >= 100 else "%.1f" % t
+
+
+def _bw(r):
+    if r is None or r.get("status", "ok") != "ok" or r.get("wrong"):
+        return "-"
+    return "%.2f" % r["busbw"] if r["busbw"] >= 0.01 else "-"
+
+
+def _ratio(row, key, check_key):
+    v = row.get(key)
+    if v is None:
+        return "-"
+    s = ("t %.2f" if row["kind"] == "lat" else "bw %.2f") % v
+    c = row.get(check_key)
+    if c is None or c["met"] is None:
+        return s
+    return s + (" ok" if c["met"] else " MISS")
+
+
+def _gl_algo(r):
+    if r is None:
+        return ""
+    ch = r.get("chosen") or r.get("variant") or ""
+    if r.get("inplace"):
+        ch += "*"
+    return ch
+
+
+COLUMNS = ["collective", "P", "size", "gloo_lite us", "GB/s", "auto chose", "Gloo best us",
+           "GB/s", "Gloo algo", "MPI TCP us", "GB/s", "MPI shm us", "GB/s", "GL/Gloo",
+           "GL/MPI-TCP", "GL/MPI-shm", "noise"]
+
+
+def table_cells(rows):
+    out = []
+    for row in rows:
+        gb = row["gloo_best"]
+        out.append([
+            row["coll"], str(row["P"]), model.format_size(row["size"]),
+            _t(row["gl"]), _bw(row["gl"]), _gl_algo(row["gl"]),
+            _t(gb), _bw(gb), gb["variant"] if gb else ("FAIL" if row["gloo_all"] else "-"),
+            _t(row["mpi_tcp"]), _bw(row["mpi_tcp"]),
+            _t(row["mpi_shm"]), _bw(row["mpi_shm"]),
+            _ratio(row, "ratio_gloo", "check_gloo"), _ratio(row, "ratio_mpi", "check_mpi"),
+            ("t %.2f" if row["kind"] == "lat" else "bw %.2f") % row["ratio_shm"]
+            if row.get("ratio_shm") is not None else "-",
+            "%.2f%s" % (row["noise"], "!" if row["contended"] else ""),
+        ])
+    return out
+
+
+def render_text(rows):
+    cells = table_cells(rows)
+    widths = [max([len(COLUMNS[i])] + [len(c[i]) for c in cells]) for i in range(len(COLUMNS))]
+    left = {0, 5, 8}
+
+    def fmt(vals):
+        return "  ".join(v.ljust(widths[i]) if i in left else v.rjust(widths[i])
+                         for i, v in enumerate(vals)).rstrip()
+
+    lines = [fmt(COLUMNS), fmt(["-" * w for w in widths])]
+    prev = None
+    for row, c in zip(rows, cells):
+        if prev is not None and (row["coll"], row["P"]) != prev:
+            lines.append("")
+        prev = (row["coll"], row["P"])
+        lines.append(fmt(c))
+    return "\n".join(lines)
+
+
+def render_markdown(rows):
+    cells = table_cells(rows)
+    lines = ["| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join("---" if i in (0, 5, 8) else "--:" for i in range(len(COLUMNS))) + "|"]
+    for c in cells:
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in c) + " |")
+    return "\n".join(lines)
+
+
+def render_legend():
+    return (
+        "us = time per op (max over ranks); GB/s = busbw (nccl-tests factors, GB = 1e9); "
+        "'auto chose' = the algorithm gloo_lite's auto picked (* = the in-place row was faster).\n"
+        "GL/x: 't' rows (< 64 KiB, barrier) = gloo_lite time / x time (lower is better); 'bw' rows "
+        "= gloo_lite busbw / x busbw (higher is better).\n"
+        "Targets (issue 4): bw at 1M/16M/64M >= %.1fx Gloo best and >= %.1fx MPI TCP; 8 B allreduce "
+        "and barrier t <= %.1fx Gloo best and <= %.1fx MPI TCP. ok/MISS mark target cells only.\n"
+        "noise = the most foreign CPU load (cores) seen during any of the row's chosen runs "
+        "('!' = above the retry threshold even after retrying)."
+        % (BW_VS_GLOO, BW_VS_MPI, LAT_VS_GLOO, LAT_VS_MPI))
+
+
+def render_summary(summary):
+    lines = ["targets: %d met, %d missed, %d not measured" % (
+        summary["met"], summary["missed"], summary["unknown"])]
+    for c in summary["misses"]:
+        if c["kind"] == "bw":
+            how = "busbw ratio %.2fx, needs >= %.1fx: busbw would have to rise %.0f%%" % (
+                c["value"], c["need"], c["shortfall"])
+        elif c["kind"] == "lat":
+            how = "time ratio %.2fx, needs <= %.1fx: time would have to fall %.0f%%" % (
+                c["value"], c["need"], c["shortfall"])
+        elif c["kind"] == "auto":
+            how = "auto %.2fx the best explicit time, needs <= %.2fx" % (c["value"], c["need"])
+        else:
+            how = "peak RSS %.2fx the user buffer, needs <= %.1fx" % (c["value"], c["need"])
+        lines.append("  MISS %-14s P=%d %-5s vs %-14s %s" % (
+            c["coll"], c["P"], model.format_size(c["size"]), c["against"], how))
+    return "\n".join(lines)
+
+
+def render_auto(rows):
+    rs = [r for r in rows if "auto_vs_best" in r]
+    if not rs:
+        return ""
+    lines = ["auto vs gloo_lite's best explicit algorithm (target: auto <= %.2fx):" % AUTO_SLACK]
+    for r in rs:
+        a = r["auto_vs_best"]
+        lines.append("  %-14s P=%d %-5s auto %s (%s) best %s %.1f us -> %.2fx %s" % (
+            r["coll"], r["P"], model.format_size(r["size"]), _t(r["gl"]), _gl_algo(r["gl"]),
+            a["best"], a["best_time_us"], a["ratio"], "ok" if a["met"] else "MISS"))
+    return "\n".join(lines)
+
+
+def render_rss(rss):
+    if not rss:
+        return ""
+    lines = ["peak RSS per rank, allreduce of a %s buffer (max over ranks; target for gloo_lite "
+             "<= %.1fx the user buffer):" % (model.format_size(rss[0]["buffer_bytes"]), RSS_FACTOR)]
+    for m in rss:
+        if m.get("max_kb") is None:
+            lines.append("  %-9s %-17s P=%d  FAILED" % (m["lib"], m["variant"], m["P"]))
+            continue
+        lines.append("  %-9s %-17s P=%d  max %7.1f MiB  min %7.1f MiB  = %.2fx buffer%s" % (
+            m["lib"], m["variant"], m["P"], m["max_kb"] / 1024.0, m["min_kb"] / 1024.0,
+            m["ratio"], ("  " + ("ok" if m["ratio"] <= RSS_FACTOR else "MISS"))
+            if m["lib"] == "gloo_lite" else ""))
+    notes = {m.get("note") for m in rss if m.get("note")}
+    lines += ["  note: " + n for n in sorted(notes)]
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+// gloo_lite_bench: collective bandwidth and latency in the conventions of nccl-tests.
+//   gloo_lite_run -n 4 -- gloo_lite_bench -b 8 -e 64M -f 4 [--collective all] [-A all]
+// For each collective and requested algorithm, one table: a row per size with the out-of-place
+// and in-place time (max over ranks of the per-rank average), algbw, busbw and the number of
+// wrong elements, then the algorithm the library ran. bench_options.cc lists every flag.
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_collective.h"
+#include "bench_json.h"
+#include "bench_options.h"
+#include "bench_report.h"
+#include "bench_sweep.h"
+#include "gloo_lite/algorithm_choice.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/bootstrap.h"
+
+#ifndef GLOO_LITE_BENCH_VERSION
+#define GLOO_LITE_BENCH_VERSION "unknown"
+#endif
+
+namespace gloo_lite::bench {
+namespace {
+
+std::string host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// Rank 0 prints every rank's pid and host, as nccl-tests lists its devices.
+RunDescription describe_run(Context& context, const Options& options) {
+  constexpr size_t kLine = 96;
+  char mine[kLine] = {};
+  std::snprintf(mine, sizeof(mine), "Pid %7d on %s", static_cast<int>(getpid()),
+                host_name().c_str());
+  std::vector<char> lines(kLine * context.size());
+  CollectiveOptions control;
+  control.tag = 1;
+  allgather(context, mine, lines.data(), kLine, DataType::kUint8, control);
+  RunDescription run;
+  run.version = GLOO_LITE_BENCH_VERSION;
+  run.transport = options.transport;
+  run.device = context.device()->name();
+  run.host = host_name();
+  run.ranks = context.size();
+  for (int rank = 0; rank < context.size(); ++rank) {
+    const char* line = lines.data() + rank * kLine;
+    run.rank_lines.emplace_back(line, strnlen(line, kLine));
+  }
+  return run;
+}
+
+std::vector<const CollectiveInfo*> selected_collectives(const Options& options) {
+  std::vector<const CollectiveInfo*> selected;
+  for (const std::string& name : options.collectives) {
+    if (name == "all") {
+      for (const CollectiveInfo& info : all_collectives()) selected.push_back(&info);
+    } else {
+      selected.push_back(&find_collective(name));
+    }
+  }
+  return selected;
+}
+
+// -A for one collective: "all" means auto and then every registered algorithm.
+std::vector<std::string> selected_algorithms(const CollectiveInfo& info, const Options& options) {
+  std::vector<std::string> selected;
+  auto add = [&](const std::string& name) {
+    if (std::find(selected.begin(), selected.end(), name) == selected.end()) {
+      selected.push_back(name);
+    }
+  };
+  for (const std::string& name : options.algorithms) {
+    if (name != "all") {
+      add(name);
+      continue;
+    }
+    add("auto");
+    for (const std::string& algorithm : algorithm_names(info.name)) add(algorithm);
+  }
+  return selected;
+}
+
+struct Sweep {
+  Context& context;
+  const Options& options;
+  Buffers& buffers;
+  JsonReport& json;
+  bool progress;
+};
+
+// One table. Returns the wrong elements found (over all ranks).
+int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& algorithm,
+                  bool only_table) {
+  Context& context = sweep.context;
+  const Options& options = sweep.options;
+  bool printer = context.rank() == 0;
+  std::vector<uint64_t> sizes = sweep_sizes(options);
+  if (info.kind == Kind::kBarrier) sizes = {0};
+  // Names the library does not offer for this collective: an error when asked for this
+  // collective alone, a note in a table of several.
+  try {
+    chosen_algorithm(context, info.name, 0, options.type, options.op, options.root, algorithm);
+  } catch (const InvalidArgument& error) {
+    if (only_table) throw;
+    if (printer)
+      std::printf("#\n# Skipping %s with %s: %s\n", info.name, algorithm.c_str(), error.what());
+    return 0;
+  }
+  Table table(info, algorithm, options);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Row row;
+    row.info = &info;
+    row.requested = algorithm;
+    row.ranks = context.size();
+    row.shape = shape_of(info, sizes[i], options.type, context.size());
+    row.type = options.type;
+    row.op = options.op;
+    row.root = options.root;
+    row.chosen = chosen_algorithm(context, info.name, row.shape.count, row.type, row.op, row.root,
+                                  algorithm);
+    if (sweep.progress && printer) {
+      std::fprintf(stderr, "gloo_lite_bench: %s %s %zu B (%zu/%zu)\n", info.name, algorithm.c_str(),
+                   row.shape.bytes, i + 1, sizes.size());
+    }
+    Setup setup;
+    setup.info = &info;
+    setup.shape = row.shape;
+    setup.type = row.type;
+    setup.op = row.op;
+    setup.root = row.root;
+    setup.options.algorithm = algorithm;
+    for (bool in_place : {false, true}) {
+      if (!(in_place ? info.in_place : info.out_of_place)) continue;
+      setup.in_place = in_place;
+      CollectiveCall call(context, setup, sweep.buffers);
+      (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
+    }
+    if (printer) table.print_row(row);
+    sweep.json.add(row);
+  }
+  if (printer) table.print_footer();
+  return table.wrong();
+}
+
+int run(const Options& options) {
+  auto context = init_from_env();
+  if (options.root >= context->size()) {
+    throw InvalidArgument("-r " + std::to_string(options.root) +
+                          ": the root must be a rank below " + std::to_string(context->size()));
+  }
+  std::vector<const CollectiveInfo*> collectives = selected_collectives(options);
+  RunDescription run = describe_run(*context, options);
+  if (context->rank() == 0) print_run_header(run, options);
+  // Allocated and touched once, for the largest size of every collective.
+  Buffers buffers(options.max_bytes);
+  JsonReport json;
+  Sweep sweep{*context, options, buffers, json, isatty(STDERR_FILENO) || options.verbose};
+  int64_t wrong = 0;
+  size_t tables = 0;
+  for (const CollectiveInfo* info : collectives)
+    tables += selected_algorithms(*info, options).size();
+  for (const CollectiveInfo* info : collectives) {
+    for (const std::string& algorithm : selected_algorithms(*info, options)) {
+      wrong += run_table(sweep, *info, algorithm, tables == 1);
+    }
+  }
+  if (context->rank() == 0 && !options.json_path.empty()) json.write(options.json_path);
+  return wrong > 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace gloo_lite::bench
+
+int main(int argc, char** argv) {
+  gloo_lite::bench::Options options = gloo_lite::bench::parse_options(argc, argv);
+  try {
+    return gloo_lite::bench::run(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "gloo_lite_bench: %s\n", error.what());
+    return 1;
+  }
+}

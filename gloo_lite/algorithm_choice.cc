@@ -1,0 +1,79 @@
+#include "gloo_lite/algorithm_choice.h"
+
+#include <numeric>
+
+#include "gloo_lite/algorithms/registry.h"
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite {
+namespace {
+
+using algo::Collective;
+
+Collective collective_by_name(const std::string& name) {
+  std::string known;
+  for (int i = 0; i < algo::kCollectiveCount; ++i) {
+    auto collective = static_cast<Collective>(i);
+    if (name == algo::collective_name(collective)) return collective;
+    known += std::string(known.empty() ? "" : ", ") + algo::collective_name(collective);
+  }
+  throw InvalidArgument("unknown collective '" + name + "'; known: " + known);
+}
+
+bool has_blocks(Collective collective) {
+  return collective == Collective::kReduceScatter || collective == Collective::kAllgather ||
+         collective == Collective::kGather || collective == Collective::kScatter ||
+         collective == Collective::kAlltoall;
+}
+
+}  // namespace
+
+std::vector<std::string> collective_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < algo::kCollectiveCount; ++i) {
+    names.emplace_back(algo::collective_name(static_cast<Collective>(i)));
+  }
+  return names;
+}
+
+std::vector<std::string> algorithm_names(const std::string& collective) {
+  Collective wanted = collective_by_name(collective);
+  std::vector<std::string> names;
+  for (const algo::Algorithm& algorithm : algo::all_algorithms()) {
+    if (algorithm.collective == wanted) names.emplace_back(algorithm.name);
+  }
+  return names;
+}
+
+std::string chosen_algorithm(Context& context, const std::string& collective, size_t count,
+                             DataType type, ReduceOp op, int root, const std::string& requested) {
+  // The same description collectives.cc builds for the tuner, minus buffers, tag and deadline,
+  // which no `supports` or `cost` reads.
+  algo::Call call;
+  call.context = &context;
+  call.mesh = &context.mesh();
+  call.rank = context.rank();
+  call.size = context.size();
+  call.collective = collective_by_name(collective);
+  call.type = type;
+  call.element = element_size(type);
+  call.op = op;
+  call.root = root;
+  if (call.collective == Collective::kBarrier) {
+    call.type = DataType::kUint8;
+    call.element = 1;
+  } else if (has_blocks(call.collective)) {
+    call.blocks.assign(call.size, count);
+    call.offsets.resize(call.size);
+    std::exclusive_scan(call.blocks.begin(), call.blocks.end(), call.offsets.begin(), size_t{0});
+    if (call.collective == Collective::kAlltoall) {
+      call.recv_blocks = call.blocks;
+      call.recv_offsets = call.offsets;
+    }
+  } else {
+    call.count = count;
+  }
+  return algo::choose_algorithm(call, requested).name;
+}
+
+}  // namespace gloo_lite
