@@ -148,6 +148,7 @@ class TcpMesh : public transport::Mesh {
  private:
   OpPtr match_posted(int peer, uint64_t tag);
   void deliver_unexpected(const OpPtr& op, Unexpected& message);
+  void reject_size(Pair& pair, const OpPtr& op, uint64_t sent);
   void clear_to_send(Pair& pair, const OpPtr& op, uint64_t send_id);
   void queue_frame(Pair& pair, OutFrame frame);
   void queue_abort(Pair& pair, const std::string& reason);

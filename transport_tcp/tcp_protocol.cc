@@ -39,12 +39,16 @@ OpPtr TcpMesh::match_posted(int peer, uint64_t tag) {
 
 // Both ends of a size mismatch fail: this side's receive and pair now, the sender's pair when
 // our notice arrives. The receive buffer is never written past its size.
-static std::string mismatch_text(const TcpMesh& mesh, int peer, uint64_t tag, size_t posted,
-                                 uint64_t sent) {
-  return "size mismatch: rank " + std::to_string(mesh.rank()) + " posted a receive of " +
-         std::to_string(posted) + " bytes for tag " + std::to_string(tag) + " from " +
-         mesh.describe_peer(peer) + ", which sent " + std::to_string(sent) +
-         " bytes; both ranks must agree on the message size";
+void TcpMesh::reject_size(Pair& pair, const OpPtr& op, uint64_t sent) {
+  std::string text = "size mismatch: rank " + std::to_string(rank_) + " posted a receive of " +
+                     std::to_string(op->bytes_) + " bytes for tag " + std::to_string(op->tag_) +
+                     " from " + describe_peer(pair.peer_) + ", which sent " + std::to_string(sent) +
+                     " bytes; both ranks must agree on the message size";
+  fail_op(op, ErrorKind::kMismatch, text);
+  if (!pair.open_) return;
+  queue_control(pair, wire::FrameType::kMismatch, op->tag_, op->bytes_, sent);
+  LOG_WARN("tcp", text);
+  fail_pair(pair, ErrorKind::kMismatch, text);
 }
 
 void TcpMesh::on_frame_header(Pair& pair) {
@@ -62,11 +66,7 @@ void TcpMesh::on_frame_header(Pair& pair) {
       OpPtr op = match_posted(pair.peer_, h.a);
       if (op) {
         if (op->bytes_ != h.b) {
-          std::string text = mismatch_text(*this, pair.peer_, h.a, op->bytes_, h.b);
-          fail_op(op, ErrorKind::kMismatch, text);
-          queue_control(pair, wire::FrameType::kMismatch, h.a, op->bytes_, h.b);
-          LOG_WARN("tcp", text);
-          fail_pair(pair, ErrorKind::kMismatch, text);
+          reject_size(pair, op, h.b);
           return;
         }
         pair.rx_op_ = op;
@@ -101,11 +101,7 @@ void TcpMesh::on_frame_header(Pair& pair) {
         return;
       }
       if (op->bytes_ != h.b) {
-        std::string text = mismatch_text(*this, pair.peer_, h.a, op->bytes_, h.b);
-        fail_op(op, ErrorKind::kMismatch, text);
-        queue_control(pair, wire::FrameType::kMismatch, h.a, op->bytes_, h.b);
-        LOG_WARN("tcp", text);
-        fail_pair(pair, ErrorKind::kMismatch, text);
+        reject_size(pair, op, h.b);
         return;
       }
       clear_to_send(pair, op, h.c);
@@ -204,13 +200,7 @@ void TcpMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
   Pair& pair = *pairs_[message.peer];
   op->source_ = message.peer;
   if (message.length != op->bytes_) {
-    std::string text = mismatch_text(*this, message.peer, op->tag_, op->bytes_, message.length);
-    fail_op(op, ErrorKind::kMismatch, text);
-    if (pair.open_) {
-      queue_control(pair, wire::FrameType::kMismatch, op->tag_, op->bytes_, message.length);
-      LOG_WARN("tcp", text);
-      fail_pair(pair, ErrorKind::kMismatch, text);
-    }
+    reject_size(pair, op, message.length);
   } else if (message.rendezvous) {
     clear_to_send(pair, op, message.send_id);
   } else {
