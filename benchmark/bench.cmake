@@ -9,12 +9,6 @@ add_executable(gloo_lite_bench
   ${CMAKE_CURRENT_LIST_DIR}/bench_report.cc
   ${CMAKE_CURRENT_LIST_DIR}/bench_json.cc
 )
-# gloo_lite/algorithm_choice.cc belongs in gloo_lite_core; until the library lists it, the
-# benchmark compiles it itself.
-get_target_property(_gloo_lite_core_sources gloo_lite_core SOURCES)
-if(NOT "algorithm_choice.cc" IN_LIST _gloo_lite_core_sources)
-  target_sources(gloo_lite_bench PRIVATE ${PROJECT_SOURCE_DIR}/gloo_lite/algorithm_choice.cc)
-endif()
 target_compile_definitions(gloo_lite_bench PRIVATE GLOO_LITE_BENCH_VERSION="${PROJECT_VERSION}")
 target_link_libraries(gloo_lite_bench PRIVATE gloo_lite::gloo_lite)
 install(TARGETS gloo_lite_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

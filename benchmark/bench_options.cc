@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -86,7 +87,7 @@ const option kLongOptions[] = {
     {nullptr, 0, nullptr, 0},
 };
 
-void apply(Options& options, int flag, const char* value) {
+void apply(Options& options, int flag, const char* value, const char* word) {
   switch (flag) {
     case 'b':
       options.min_bytes = parse_bytes(value, "-b");
@@ -146,7 +147,7 @@ void apply(Options& options, int flag, const char* value) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     default:
-      usage_error("unknown option");
+      usage_error(std::string("unknown option or missing value: ") + word);
   }
 }
 
@@ -154,11 +155,12 @@ void apply(Options& options, int flag, const char* value) {
 
 Options parse_options(int argc, char** argv) {
   Options options;
+  opterr = 0;  // usage_error says what was wrong
   int flag;
   while ((flag = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:A:t:Ivh", kLongOptions, nullptr)) !=
          -1) {
     try {
-      apply(options, flag, optarg);
+      apply(options, flag, optarg, argv[std::min(optind, argc) - 1]);
     } catch (const Error& error) {  // parse_bytes, parse_type, parse_op
       usage_error(error.what());
     }

@@ -7,6 +7,7 @@ namespace {
 
 // Column widths, shared by the headings and the rows.
 constexpr const char* kPrefix = "%12s  %12s  %8s  %6s  %6s";
+constexpr const char* kPrefixHeading = "#%11s  %12s  %8s  %6s  %6s";  // the same, after a '#'
 constexpr const char* kForm = "  %8s  %7s  %7s  %6s";
 constexpr const char* kPercentiles = "  %8s  %8s";
 
@@ -63,26 +64,26 @@ void print_run_header(const RunDescription& run, const Options& options) {
   std::fflush(stdout);
 }
 
-Table::Table(const CollectiveInfo& info, const std::string& algorithm, const Options& options)
-    : info_(info), per_iteration_(options.per_iteration), check_(options.check) {
+Table::Table(const CollectiveInfo& info, const Options& options)
+    : info_(info), per_iteration_(options.per_iteration), check_(options.check) {}
+
+void Table::print_header(const std::string& algorithm) const {
   std::string form_format = std::string(kForm) + (per_iteration_ ? kPercentiles : "");
   char prefix[128];
   char form[128];
   std::snprintf(form, sizeof(form), form_format.c_str(), "", "", "", "", "", "");
   size_t form_width = std::string(form).size();
-  std::snprintf(prefix, sizeof(prefix), kPrefix, "", "", "", "", "");
+  std::snprintf(prefix, sizeof(prefix), kPrefixHeading, "", "", "", "", "");
   std::printf("#\n# Collective %s, algorithm %s (the last column: what the library ran)\n",
-              info.name, algorithm.c_str());
-  std::printf("#%s%s%s\n", std::string(prefix).substr(1).c_str(),
-              centered("out-of-place", form_width).c_str(),
+              info_.name, algorithm.c_str());
+  std::printf("%s%s%s\n", prefix, centered("out-of-place", form_width).c_str(),
               centered("in-place", form_width).c_str());
-  std::printf("#");
-  std::printf(std::string(kPrefix).substr(1).c_str(), "size", "count", "type", "redop", "root");
+  std::printf(kPrefixHeading, "size", "count", "type", "redop", "root");
   for (int i = 0; i < 2; ++i) {
     std::printf(form_format.c_str(), "time", "algbw", "busbw", "#wrong", "p50", "p99");
   }
-  std::printf("  algo\n#");
-  std::printf(std::string(kPrefix).substr(1).c_str(), "(B)", "(elements)", "", "", "");
+  std::printf("  algo\n");
+  std::printf(kPrefixHeading, "(B)", "(elements)", "", "", "");
   for (int i = 0; i < 2; ++i) {
     std::printf(form_format.c_str(), "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
   }
@@ -90,7 +91,7 @@ Table::Table(const CollectiveInfo& info, const std::string& algorithm, const Opt
   std::fflush(stdout);
 }
 
-void Table::add(const Row& row, const Timing& timing) {
+void Table::print_form(const Row& row, const Timing& timing) {
   if (!timing.measured) {
     std::printf(kForm, "N/A", "N/A", "N/A", "N/A");
     if (per_iteration_) std::printf(kPercentiles, "N/A", "N/A");
@@ -112,14 +113,22 @@ void Table::add(const Row& row, const Timing& timing) {
   }
 }
 
+void Table::print_unsupported(const Row& row) {
+  Row unmeasured = row;
+  unmeasured.out_of_place = Timing{};
+  unmeasured.in_place = Timing{};
+  unmeasured.chosen = "unsupported";
+  print_row(unmeasured);
+}
+
 void Table::print_row(const Row& row) {
   bool barrier = info_.kind == Kind::kBarrier;
   std::printf(kPrefix, std::to_string(row.shape.bytes).c_str(),
               std::to_string(row.shape.elements).c_str(), barrier ? "none" : type_name(row.type),
               info_.reduces ? op_name(row.op) : "none",
               std::to_string(info_.rooted ? row.root : -1).c_str());
-  add(row, row.out_of_place);
-  add(row, row.in_place);
+  print_form(row, row.out_of_place);
+  print_form(row, row.in_place);
   std::printf("  %s\n", row.chosen.c_str());
   std::fflush(stdout);
 }
@@ -134,7 +143,8 @@ void Table::print_footer() const {
   if (busbw_count_ > 0) {
     std::printf("# Avg bus bandwidth    : %.4f \n", busbw_sum_ / busbw_count_);
   } else {
-    std::printf("# Avg bus bandwidth    : N/A (%s moves no data)\n", info_.name);
+    std::printf("# Avg bus bandwidth    : N/A (%s)\n",
+                info_.kind == Kind::kBarrier ? "barrier moves no data" : "nothing measured");
   }
   std::fflush(stdout);
 }

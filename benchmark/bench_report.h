@@ -26,14 +26,18 @@ void print_run_header(const RunDescription& run, const Options& options);
 // One table per (collective, requested algorithm).
 class Table {
  public:
-  Table(const CollectiveInfo& info, const std::string& algorithm, const Options& options);
+  Table(const CollectiveInfo& info, const Options& options);
+  // The column headings, naming the requested algorithm.
+  void print_header(const std::string& algorithm) const;
+  // Prints the row and adds it to the footer's sums.
   void print_row(const Row& row);
+  // A row whose explicit algorithm does not support the size: N/A columns.
+  void print_unsupported(const Row& row);
   // "# Out of bounds values" and "# Avg bus bandwidth" of this table.
   void print_footer() const;
-  int64_t wrong() const { return wrong_; }
 
  private:
-  void add(const Row& row, const Timing& timing);
+  void print_form(const Row& row, const Timing& timing);
 
   const CollectiveInfo& info_;
   bool per_iteration_;

@@ -14,14 +14,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Reductions of the measurements themselves, on a tag of their own so that they never share a
-// sequence with the benchmarked calls.
-CollectiveOptions control_options() {
-  CollectiveOptions options;
-  options.tag = 1;
-  return options;
-}
-
 double max_over_ranks(Context& context, double value) {
   allreduce(context, &value, &value, 1, DataType::kFloat64, ReduceOp::kMax, control_options());
   return value;
@@ -61,6 +53,12 @@ double quantile(const std::vector<double>& sorted, double p) {
 }
 
 }  // namespace
+
+CollectiveOptions control_options() {
+  CollectiveOptions options;
+  options.tag = 1;
+  return options;
+}
 
 double algbw_gbps(const Row& row, const Timing& timing) {
   return timing.time_us > 0 ? static_cast<double>(row.shape.bytes) / (timing.time_us * 1e3) : 0;

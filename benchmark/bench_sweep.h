@@ -33,6 +33,10 @@ struct Row {
   Timing in_place;
 };
 
+// The options of the benchmark's own collectives (reducing timings, barriers, the rank list): a
+// tag of their own, so that they never share a sequence with the measured calls, and "auto".
+CollectiveOptions control_options();
+
 // GB/s with GB = 1e9 B: algbw = bytes / time, busbw = algbw * the collective's bus factor.
 double algbw_gbps(const Row& row, const Timing& timing);
 double busbw_gbps(const Row& row, const Timing& timing);

@@ -41,9 +41,7 @@ RunDescription describe_run(Context& context, const Options& options) {
   std::snprintf(mine, sizeof(mine), "Pid %7d on %s", static_cast<int>(getpid()),
                 host_name().c_str());
   std::vector<char> lines(kLine * context.size());
-  CollectiveOptions control;
-  control.tag = 1;
-  allgather(context, mine, lines.data(), kLine, DataType::kUint8, control);
+  allgather(context, mine, lines.data(), kLine, DataType::kUint8, control_options());
   RunDescription run;
   run.version = GLOO_LITE_BENCH_VERSION;
   run.transport = options.transport;
@@ -114,7 +112,9 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
       std::printf("#\n# Skipping %s with %s: %s\n", info.name, algorithm.c_str(), error.what());
     return 0;
   }
-  Table table(info, algorithm, options);
+  Table table(info, options);
+  if (printer) table.print_header(algorithm);
+  int64_t wrong = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     Row row;
     row.info = &info;
@@ -124,8 +124,15 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
     row.type = options.type;
     row.op = options.op;
     row.root = options.root;
-    row.chosen = chosen_algorithm(context, info.name, row.shape.count, row.type, row.op, row.root,
-                                  algorithm);
+    try {
+      row.chosen = chosen_algorithm(context, info.name, row.shape.count, row.type, row.op, row.root,
+                                    algorithm);
+    } catch (const InvalidArgument&) {
+      // An explicit algorithm with a size limit (direct allreduce's scratch): an N/A row.
+      if (algorithm == "auto") throw;
+      if (printer) table.print_unsupported(row);
+      continue;
+    }
     if (sweep.progress && printer) {
       std::fprintf(stderr, "gloo_lite_bench: %s %s %zu B (%zu/%zu)\n", info.name, algorithm.c_str(),
                    row.shape.bytes, i + 1, sizes.size());
@@ -143,11 +150,17 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
       CollectiveCall call(context, setup, sweep.buffers);
       (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
     }
+    wrong +=
+        std::max<int64_t>(row.out_of_place.wrong, 0) + std::max<int64_t>(row.in_place.wrong, 0);
     if (printer) table.print_row(row);
     sweep.json.add(row);
   }
-  if (printer) table.print_footer();
-  return table.wrong();
+  if (printer) {
+    table.print_footer();
+    // After every table, so that an interrupted sweep keeps what it measured.
+    if (!options.json_path.empty()) sweep.json.write(options.json_path);
+  }
+  return wrong;
 }
 
 int run(const Options& options) {
@@ -172,7 +185,8 @@ int run(const Options& options) {
       wrong += run_table(sweep, *info, algorithm, tables == 1);
     }
   }
-  if (context->rank() == 0 && !options.json_path.empty()) json.write(options.json_path);
+  // Ranks that exit non-zero make launchers stop the rest: let rank 0 finish printing first.
+  barrier(*context, control_options());
   return wrong > 0 ? 1 : 0;
 }
 

@@ -13,6 +13,9 @@
 #include "rendezvous/store_url.h"
 #include "rendezvous/stores.h"
 #include "transport_tcp/tcp_device.h"
+#ifdef GLOO_LITE_HAVE_IBVERBS
+#include "transport_ibverbs/ib_device.h"
+#endif
 
 namespace gloo_lite {
 namespace {
@@ -184,9 +187,23 @@ LaunchInfo read_launch_info() {
 
 std::shared_ptr<transport::Device> create_device_from_env() {
   std::string transport = knob_string("GLOO_LITE_TRANSPORT");
+  if (transport == "ibverbs") {
+#ifdef GLOO_LITE_HAVE_IBVERBS
+    return ibverbs::create_device(ibverbs::options_from_env());
+#else
+    throw InvalidArgument(
+        "GLOO_LITE_TRANSPORT=ibverbs, but this gloo_lite was built without libibverbs "
+        "(install libibverbs-dev and rebuild); available transports: tcp");
+#endif
+  }
   if (transport != "tcp") {
+#ifdef GLOO_LITE_HAVE_IBVERBS
+    const char* available = "tcp, ibverbs";
+#else
+    const char* available = "tcp";
+#endif
     throw InvalidArgument("GLOO_LITE_TRANSPORT='" + transport +
-                          "' is not available; available transports: tcp");
+                          "' is not available; available transports: " + available);
   }
   tcp::DeviceOptions options;
   options.hostname = knob_string("GLOO_LITE_HOSTNAME");

@@ -16,6 +16,9 @@ packages=(
   redis-server      # the Redis store tests start their own server on loopback
   clang-format      # scripts and reviewers format C++ with it
   iproute2          # `ip`: network-namespace tests (interface selection, cut links)
+  libibverbs-dev    # the ibverbs transport (transport_ibverbs/)
+  ibverbs-providers # user-space RDMA drivers (rxe for the VM stage, mlx5, ...)
+  rdma-core
 )
 
 missing=()

@@ -10,14 +10,15 @@ where best.json is {"records": [...best records...], "title": "..."}.
 import json
 import sys
 
-from . import model
+from . import model, report
 
 STYLE = {
     ("gloo_lite", None): dict(color="#d62728", lw=2.4, marker="o", ls="-"),
     ("openmpi", "ob1_tcp"): dict(color="#2ca02c", lw=1.6, marker="s", ls="-"),
     ("openmpi", "ob1_vader"): dict(color="#2ca02c", lw=1.2, marker="s", ls=":"),
 }
-GLOO_COLORS = ["#1f77b4", "#17becf", "#9467bd", "#8c564b", "#7f7f7f"]
+GLOO_COLORS = ["#1f77b4", "#17becf", "#9467bd", "#8c564b", "#7f7f7f", "#bcbd22", "#e377c2",
+               "#393b79"]
 
 
 def label(lib, variant):
@@ -85,12 +86,16 @@ def draw(records, out_png, title=""):
         handles.setdefault(label(lib, variant), h)
 
     for ci, coll in enumerate(colls):
+        # busbw of latency-sized messages squashes the axis: leave them out when there is more
+        big = any(not report.is_latency_row(coll, p[0]) for d in data[coll].values()
+                  for v in d.values() for p in v)
         for pj, P in enumerate(Ps):
             axb, axt = axes[2 * ci][pj], axes[2 * ci + 1][pj]
             for key in _order(data[coll].get(P, {}).keys()):
                 pts = data[coll][P][key]
                 xs = [max(p[1], 1) for p in pts]
-                bw = [(p[1], p[3]) for p in pts if p[3] > 0]
+                bw = [(p[1], p[3]) for p in pts if p[3] > 0 and
+                      (not big or not report.is_latency_row(coll, p[0]))]
                 if bw:
                     plot_line(axb, key, [b[0] for b in bw], [b[1] for b in bw])
                 plot_line(axt, key, xs, [p[2] for p in pts])
@@ -121,11 +126,17 @@ def draw(records, out_png, title=""):
         for pj in range(1, ncols):
             axes[nrows - 1][pj].axis("off")
     names = list(handles)
-    fig.legend([handles[n] for n in names], names, loc="upper center", ncol=min(5, len(names)),
-               fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0))
+    width_in, height_in = 4.6 * ncols, 2.9 * nrows
+    ncol = max(1, min(len(names), int(width_in / 2.0)))
+    legend_in = 0.17 * ((len(names) + ncol - 1) // ncol) + 0.15
+    title_in = 0.4 if title else 0.0
+    fig.set_size_inches(width_in, height_in + legend_in + title_in)
+    total = height_in + legend_in + title_in
     if title:
-        fig.suptitle(title, fontsize=10, y=1.0 - 0.9 / (2.9 * nrows))
-    fig.tight_layout(rect=(0, 0, 1, 1.0 - 1.3 / (2.9 * nrows)))
+        fig.suptitle(title, fontsize=10, y=1.0 - 0.08 / total, va="top")
+    fig.legend([handles[n] for n in names], names, loc="upper center", ncol=ncol,
+               fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0 - title_in / total))
+    fig.tight_layout(rect=(0, 0, 1, 1.0 - (legend_in + title_in) / total))
     fig.savefig(out_png, dpi=80)
     plt.close(fig)
 

@@ -157,6 +157,8 @@ def _t(r):
 def _bw(r):
     if r is None or r.get("status", "ok") != "ok" or r.get("wrong"):
         return "-"
+    if is_latency_row(r["coll"], r["size"]):
+        return "-"
     return "%.2f" % r["busbw"] if r["busbw"] >= 0.01 else "-"
 
 
@@ -279,16 +281,19 @@ def render_auto(rows):
 def render_rss(rss):
     if not rss:
         return ""
-    lines = ["peak RSS per rank, allreduce of a %s buffer (max over ranks; target for gloo_lite "
-             "<= %.1fx the user buffer):" % (model.format_size(rss[0]["buffer_bytes"]), RSS_FACTOR)]
+    lines = ["peak RSS per rank, allreduce of a %s buffer (max over ranks). 'in-place equivalent' = "
+             "(RSS - the benchmark's own user buffers + one buffer) / buffer, i.e. one user buffer "
+             "plus library and process memory; target for gloo_lite <= %.1fx:"
+             % (model.format_size(rss[0]["buffer_bytes"]), RSS_FACTOR)]
     for m in rss:
         if m.get("max_kb") is None:
             lines.append("  %-9s %-17s P=%d  FAILED" % (m["lib"], m["variant"], m["P"]))
             continue
-        lines.append("  %-9s %-17s P=%d  max %7.1f MiB  min %7.1f MiB  = %.2fx buffer%s" % (
-            m["lib"], m["variant"], m["P"], m["max_kb"] / 1024.0, m["min_kb"] / 1024.0,
-            m["ratio"], ("  " + ("ok" if m["ratio"] <= RSS_FACTOR else "MISS"))
-            if m["lib"] == "gloo_lite" else ""))
-    notes = {m.get("note") for m in rss if m.get("note")}
-    lines += ["  note: " + n for n in sorted(notes)]
+        lines.append("  %-9s %-17s P=%d  RSS %6.1f MiB (%.2fx buffer; bench holds %d)  "
+                     "beyond the user buffers %6.1f MiB  in-place equivalent %.2fx%s" % (
+                         m["lib"], m["variant"], m["P"], m["max_kb"] / 1024.0,
+                         m.get("raw_ratio", m["ratio"]), m.get("user_buffers", 1),
+                         m.get("extra_bytes", 0) / 1048576.0, m["ratio"],
+                         ("  " + ("ok" if m["ratio"] <= RSS_FACTOR else "MISS"))
+                         if m["lib"] == "gloo_lite" else ""))
     return "\n".join(lines)

@@ -6,7 +6,7 @@ folder and built there (`make gloo_bench mpi_bench`); compare's own barrier prog
 (extra_anchors/) are built beside them with the anchors' compiler flags. Nothing here links
 anything into gloo_lite.
 
-Quiet machine (the idea of the anchors' lib.sh): before each case, sample /proc/stat for a
+Quiet machine (the idea of the anchors' lib.sh): before each case, sample /proc/stat for half a
 second and wait until the machine's non-idle CPU use is below `quiet_cores` (cap `quiet_wait`
 seconds, then go on and flag it). During the case, 'foreign' load = system-wide busy jiffies
 minus the CPU time of the case's own (waited-for) processes, per second of wall time; a case whose
@@ -77,7 +77,7 @@ def loadavg1():
         return float("nan")
 
 
-def wait_quiet(quiet_cores, max_wait, sample_s=1.0):
+def wait_quiet(quiet_cores, max_wait, sample_s=0.5):
     """Waits until a `sample_s` sample shows < quiet_cores busy. Returns (waited_s, cores, quiet)."""
     start = time.monotonic()
     while True:
@@ -119,6 +119,18 @@ def find_build(repo, build=None):
                 os.access(os.path.join(d, "tools", "gloo_lite_run"), os.X_OK):
             return os.path.abspath(d)
     return None
+
+
+def snapshot_build(build, scratch):
+    """Copies gloo_lite_run and gloo_lite_bench (statically linked against gloo_lite) into
+    scratch/gloo_lite/, so that a rebuild of the build folder during a long run changes nothing.
+    Returns the snapshot folder (laid out like a build folder)."""
+    dst = os.path.join(scratch, "gloo_lite")
+    for rel in (os.path.join("tools", "gloo_lite_run"),
+                os.path.join("benchmark", "gloo_lite_bench")):
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(build, rel), os.path.join(dst, rel))
+    return dst
 
 
 def prepare_anchors(anchors_src, scratch, want_gloo=True, want_mpi=True):
@@ -191,16 +203,45 @@ class CaseResult:
         self.stderr_tail, self.wall, self.foreign = stderr_tail, wall, foreign
 
 
+# process groups of the case running now, killed by kill_active() when compare is interrupted
+ACTIVE = set()
+
+
+def kill_active():
+    for pgid in list(ACTIVE):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    ACTIVE.clear()
+
+
+def _popen(cmd, **kw):
+    p = subprocess.Popen(cmd, start_new_session=True, **kw)
+    ACTIVE.add(p.pid)
+    return p
+
+
+def _reap(p, timeout=None):
+    try:
+        return p.wait(timeout=timeout)
+    finally:
+        if p.returncode is not None:
+            ACTIVE.discard(p.pid)
+
+
 def _run(cmd, timeout, cwd=None, env=None):
     """Runs cmd in its own process group; kills the group on timeout. Returns (rc, out, err)."""
-    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         universal_newlines=True, start_new_session=True)
+    p = _popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+               universal_newlines=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
+        ACTIVE.discard(p.pid)
         return 124, out, err + "\n(timeout after %ss)" % timeout
+    ACTIVE.discard(p.pid)
     return p.returncode, out, err
 
 
@@ -235,8 +276,19 @@ class Runner:
         n = int(self.cfg.min_time * 1e6 / max(t, 1.0)) + 1
         return max(self.cfg.min_iters, min(self.cfg.max_iters, n))
 
+    @staticmethod
+    def gl_bytes(coll, P, size):
+        """The size to ask gloo_lite_bench for. allgather/reduce_scatter sizes are the whole
+        P-block buffer; like the anchors (per = max(1, count / P)), move at least one float per
+        rank, where gloo_lite_bench would round 8 B at P = 4 down to nothing."""
+        if coll == "barrier":
+            return 8
+        if coll in ("allgather", "reduce_scatter"):
+            return max(1, (max(size, 4) // 4) // P) * P * 4
+        return max(size, 4)
+
     def gloo_lite_cmd(self, variant, coll, P, size, json_path, rss_dir=None):
-        s = str(max(size, 8)) if coll != "barrier" else "8"
+        s = str(self.gl_bytes(coll, P, size))
         warm = 20 if size < (1 << 20) else 3 if size < (16 << 20) else 2
         bench = [self.gl_bench, "--collective", coll, "-b", s, "-e", s, "-f", "2",
                  "-w", str(warm), "-c", "1", "-A", variant, "--json", json_path]
@@ -287,17 +339,16 @@ class Runner:
         with Meter() as m:
             procs = []
             for r in range(P - 1, 0, -1):
-                procs.append(subprocess.Popen(
-                    cmds[r], cwd=self.anchor_dir, stdout=subprocess.DEVNULL,
-                    stderr=open(os.path.join(store, "rank%d.log" % r), "w"),
-                    start_new_session=True))
+                with open(os.path.join(store, "rank%d.log" % r), "w") as errf:
+                    procs.append(_popen(cmds[r], cwd=self.anchor_dir, stdout=subprocess.DEVNULL,
+                                        stderr=errf))
             rc, out, err = _run(cmds[0], self.cfg.timeout, cwd=self.anchor_dir)
             for p in procs:
                 try:
-                    prc = p.wait(timeout=5 if rc != 0 else self.cfg.timeout)
+                    prc = _reap(p, timeout=5 if rc != 0 else self.cfg.timeout)
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
-                    prc = p.wait()
+                    prc = _reap(p)
                 if prc != 0 and rc == 0:
                     rc = 99
         recs = model.parse_anchor_csv(out, size=size) if rc == 0 else []
@@ -360,11 +411,9 @@ class Runner:
         out = []
         for r in res.records:
             r.update(extra)
-            r["status"] = "ok" if res.foreign <= self.cfg.foreign_cores else "contended"
-            # a contended pass still counts (best of passes), it is only flagged
-            if r["status"] == "contended":
-                r["status"] = "ok"
-                r["contended"] = True
+            # a contended run still counts (the better pass wins), it is only flagged
+            r["status"] = "ok"
+            r["contended"] = res.foreign > self.cfg.foreign_cores
             if lib == "gloo_lite":
                 self.est[(lib, r["variant"], coll, P, size)] = r["time_us"]
             out.append(r)

@@ -21,7 +21,7 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store"},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
        "Default deadline for rendezvous and every operation, in milliseconds"},
-      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp (ibverbs when built)"},
+      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)"},
       {"GLOO_LITE_IFNAME", "",
        "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)"},
       {"GLOO_LITE_HOSTNAME", "",
@@ -33,6 +33,27 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "Bound on eager payloads buffered before their receive is posted, per context; beyond it "
        "the sender is held back (TCP back-pressure), nothing is dropped"},
       {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)"},
+      {"GLOO_LITE_IB_DEVICE", "",
+       "ibverbs: RDMA device and port, name[:port] (e.g. mlx5_0:1); default the first ACTIVE port"},
+      {"GLOO_LITE_IB_GID_INDEX", "-1",
+       "ibverbs: GID index; -1 picks RoCE v2 with an IPv4-mapped address (::ffff:a.b.c.d) first"},
+      {"GLOO_LITE_IB_RECV_DEPTH", "32",
+       "ibverbs: credited receive buffers per peer (the sender never has more eager messages in "
+       "flight)"},
+      {"GLOO_LITE_IB_BUFFER_BYTES", "8192",
+       "ibverbs: size of one eager buffer, 32-byte header included; larger messages use "
+       "rendezvous (RDMA WRITE WITH IMMEDIATE). Must be equal on every rank"},
+      {"GLOO_LITE_IB_PINNED_BYTES", "17179869184",
+       "ibverbs: bound on user memory pinned by the registration cache, in bytes"},
+      {"GLOO_LITE_IB_TIMEOUT", "17",
+       "ibverbs: RC ack timeout exponent (4.096 us * 2^n per try); dead peers are detected by "
+       "the side channel, not by retry exhaustion"},
+      {"GLOO_LITE_IB_RETRY_COUNT", "7", "ibverbs: RC transport retries before a send fails"},
+      {"GLOO_LITE_IB_BUSY_POLL", "0",
+       "ibverbs: 1 makes waiters poll the completion queue without sleeping (one core per waiter)"},
+      {"GLOO_LITE_IB_SPIN_US", "0",
+       "ibverbs: microseconds a waiter polls the completion queue before sleeping on the "
+       "completion channel"},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
        "for every collective that has it"},

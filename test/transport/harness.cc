@@ -1,11 +1,32 @@
 #include "test/transport/harness.h"
 
+#include <cstdlib>
+#include <string>
 #include "rendezvous/stores.h"
+
+#include "gloo_lite/base/error.h"
 #include "transport_tcp/tcp_device.h"
+#ifdef GLOO_LITE_HAVE_IBVERBS
+#include "transport_ibverbs/ib_device.h"
+#endif
 
 namespace gloo_lite::test {
 
+// GLOO_LITE_TEST_TRANSPORT=ibverbs runs the same tests on the RDMA device (e.g. rxe0 in the VM
+// stage, test/vm/); its side channel then also uses loopback.
 std::shared_ptr<transport::Device> loopback_device() {
+  const char* chosen = std::getenv("GLOO_LITE_TEST_TRANSPORT");
+  if (chosen != nullptr && std::string(chosen) == "ibverbs") {
+#ifdef GLOO_LITE_HAVE_IBVERBS
+    // A device per call, never cached: forked ranks must open their own verbs context.
+    ibverbs::DeviceOptions options = ibverbs::options_from_env();
+    options.hostname = "127.0.0.1";
+    return ibverbs::create_device(options);
+#else
+    throw InvalidArgument(
+        "GLOO_LITE_TEST_TRANSPORT=ibverbs, but gloo_lite was built without libibverbs");
+#endif
+  }
   tcp::DeviceOptions options;
   options.hostname = "127.0.0.1";
   return tcp::create_device(options);

@@ -1,0 +1,264 @@
+// Internal: the ibverbs device and one context's mesh of RC queue pairs.
+//
+// Locking: one mutex per mesh guards all of its state; completions are processed under it both
+// by a waiting caller (who polls the mesh's CQ itself) and by the device's progress thread (who
+// sleeps on the device's completion channel and serves what arrives while nobody waits).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "gloo_lite/transport/transport.h"
+#include "transport_ibverbs/ib_device.h"
+#include "transport_ibverbs/ib_select.h"
+#include "transport_ibverbs/mr_cache.h"
+#include "transport_ibverbs/qp.h"
+#include "transport_ibverbs/wire.h"
+
+namespace gloo_lite::ibverbs {
+
+class IbMesh;
+
+struct Tuning {
+  int depth = 32;  // credited receive buffers per peer (GLOO_LITE_IB_RECV_DEPTH)
+  size_t slot_bytes =
+      8192;                // size of one eager buffer, header included (GLOO_LITE_IB_BUFFER_BYTES)
+  int timeout = 17;        // RC ack timeout exponent (GLOO_LITE_IB_TIMEOUT)
+  int retry_count = 7;     // GLOO_LITE_IB_RETRY_COUNT
+  bool busy_poll = false;  // GLOO_LITE_IB_BUSY_POLL
+  int spin_us = 0;         // GLOO_LITE_IB_SPIN_US: bounded polling before sleeping
+};
+
+class IbDevice : public transport::Device, public std::enable_shared_from_this<IbDevice> {
+ public:
+  IbDevice(PortChoice port, const DeviceOptions& options);
+  ~IbDevice() override;
+  std::string name() const override;
+  std::unique_ptr<transport::Mesh> create_mesh(int rank, int size,
+                                               const transport::MeshOptions& options) override;
+
+  const PortChoice& port() const { return port_; }
+  ibv_context* context() const { return port_.context; }
+  ibv_pd* pd() const { return pd_; }
+  ibv_comp_channel* channel() const { return channel_; }
+  MrCache& cache() { return *cache_; }
+  const Tuning& tuning() const { return tuning_; }
+  transport::Device& control_device() { return *control_; }
+  LocalPort local_port(uint32_t psn) const;
+
+  void add_mesh(IbMesh* mesh);
+  void remove_mesh(IbMesh* mesh);
+
+ private:
+  void progress();
+
+  PortChoice port_;
+  ibv_pd* pd_ = nullptr;
+  ibv_comp_channel* channel_ = nullptr;
+  std::unique_ptr<MrCache> cache_;
+  Tuning tuning_;
+  std::shared_ptr<transport::Device> control_;  // TCP: handshake, liveness and abort messages
+  std::mutex meshes_mutex_;
+  std::set<IbMesh*> meshes_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A region registered lazily: eager messages travel through the mesh's own registered buffers,
+// so ibv_reg_mr (through the cache) happens only when a rendezvous needs an lkey or rkey.
+class IbMemory : public transport::Memory {
+ public:
+  IbMemory(void* data, size_t bytes, transport::MemoryKind kind, MrCache* cache)
+      : Memory(data, bytes, kind), cache_(cache) {}
+  ~IbMemory() override {
+    if (mr_ != nullptr) cache_->release(mr_);
+  }
+  ibv_mr* mr() const {
+    if (mr_ == nullptr) mr_ = cache_->acquire(data(), bytes());
+    return mr_;
+  }
+
+ private:
+  MrCache* cache_;
+  mutable ibv_mr* mr_ = nullptr;
+};
+
+enum class ErrorKind { kNone, kTimeout, kConnection, kMismatch, kInvalid };
+[[noreturn]] void throw_error(ErrorKind kind, const std::string& message);
+
+class Op : public transport::Request {
+ public:
+  enum class Kind { kSend, kRecv };
+  enum class Status { kPending, kDone, kFailed, kCancelled };
+  Op(IbMesh* mesh, Kind kind, uint64_t tag, const IbMemory* memory, size_t offset, size_t bytes)
+      : mesh_(mesh),
+        kind_(kind),
+        tag_(tag),
+        memory_(memory),
+        data_(memory->data() + offset),
+        bytes_(bytes) {}
+  bool test() override;
+  int source() const override { return source_; }
+
+  IbMesh* mesh_;
+  Kind kind_;
+  uint64_t tag_;
+  const IbMemory* memory_;
+  uint8_t* data_;
+  size_t bytes_;
+  std::vector<int> peers_;
+  int source_ = -1;
+  uint32_t id_ = 0;       // send id (awaiting CTS / writing) or recv id (awaiting data)
+  bool writing_ = false;  // send: its RDMA write is posted
+  Status status_ = Status::kPending;
+  ErrorKind error_kind_ = ErrorKind::kNone;
+  std::string error_;
+};
+using OpPtr = std::shared_ptr<Op>;
+
+// A message waiting for a credit, a send buffer or send-queue room.
+struct Outgoing {
+  wire::Header header;
+  OpPtr op;  // eager: completed once copied and posted; write: the send being written
+  bool write = false;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  bool overdraft = false;  // a last notice before closing: sent even without a credit
+};
+
+struct Unexpected {
+  int peer;
+  bool rendezvous;
+  uint64_t length;
+  uint64_t send_id;
+  std::vector<uint8_t> payload;
+};
+
+struct Peer {
+  int rank = 0;
+  ibv_qp* qp = nullptr;
+  std::string control_address;
+  RemoteQp remote;
+  bool open = false;
+  bool hello = false;
+  ErrorKind error_kind = ErrorKind::kNone;
+  std::string error;
+  transport::RequestPtr lifeline;  // control-channel receive that fails when the peer dies
+
+  // Credits: a message that lands in a receive buffer may be posted only while
+  // depth + peer_reposted - data_sent > 0 (32-bit wrapping counters).
+  uint32_t data_sent = 0;
+  uint32_t peer_reposted = 0;
+  uint32_t reposted = 0;    // our receive buffers this peer used and we reposted
+  uint32_t advertised = 0;  // `reposted` as last told to the peer
+  std::vector<int> free_send_slots;
+  int send_queue_used = 0;
+  std::deque<Outgoing> pending;
+  std::deque<int> held;  // receive slots held back (unexpected queue full), in arrival order
+};
+
+class IbMesh : public transport::Mesh {
+ public:
+  IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
+         const transport::MeshOptions& options);
+  ~IbMesh() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string address() const override;
+  void connect(const std::vector<std::string>& addresses, uint64_t context_id,
+               const Deadline& deadline) override;
+  std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
+                                                     transport::MemoryKind kind) override;
+  transport::RequestPtr send(int peer, uint64_t tag, const transport::Memory& memory, size_t offset,
+                             size_t bytes) override;
+  transport::RequestPtr recv(const std::vector<int>& peers, uint64_t tag, transport::Memory& memory,
+                             size_t offset, size_t bytes) override;
+  void wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) override;
+  void cancel(const transport::RequestPtr& request) override;
+  void abort(const std::string& reason) override;
+  std::string describe_peer(int peer) const override;
+
+  // --- called by the device's progress thread ---
+  void on_cq_event();      // re-arms the CQ and drains it
+  void check_lifelines();  // fails the context when the side channel reports a dead peer
+  ibv_cq* cq() const { return cq_; }
+
+  std::mutex mutex_;
+  std::condition_variable completed_;
+
+ private:
+  friend class Op;
+  // ib_protocol.cc (mutex_ held)
+  bool poll_cq();  // true when something completed
+  void on_completion(const ibv_wc& wc);
+  void on_receive(Peer& peer, int slot, const ibv_wc& wc);
+  bool handle_message(Peer& peer, int slot);  // false: hold it (unexpected queue full)
+  void repost(Peer& peer, int slot, bool data);
+  void release_held();
+  void queue(Peer& peer, Outgoing message);
+  void queue_control(Peer& peer, wire::Type type, uint64_t a, uint64_t b, uint64_t c);
+  void post_pending(Peer& peer);
+  bool post_one(Peer& peer, Outgoing& message);
+  void return_credits(Peer& peer);
+  void post_send_slot(Peer& peer, int slot, size_t bytes);
+  OpPtr match_posted(int peer, uint64_t tag);
+  void deliver_unexpected(const OpPtr& op, Unexpected& message);
+  void clear_to_send(Peer& peer, const OpPtr& op, uint64_t send_id);
+  void mismatch(Peer& peer, const OpPtr& op, uint64_t sent);
+  // ib_mesh.cc (mutex_ held)
+  void complete(const OpPtr& op);
+  void fail_op(const OpPtr& op, ErrorKind kind, const std::string& message);
+  void fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp = false);
+  void fail_mesh(ErrorKind kind, const std::string& message);
+  void lose_pair(Peer& peer, const std::string& message);
+  bool cancel_locked(const OpPtr& op);
+  std::string describe_op(const Op& op) const;
+  void check_peer(const char* what, int peer) const;
+  int32_t credits(const Peer& peer) const;
+  uint8_t* recv_slot(int peer, int slot) const;
+  uint8_t* send_slot(int peer, int slot) const;
+
+  std::shared_ptr<IbDevice> device_;
+  int rank_;
+  int size_;
+  Tuning tuning_;
+  int slots_;  // receive (and send) buffers per peer: depth + reserve
+  size_t eager_bytes_;
+  size_t unexpected_limit_;
+  uint32_t psn_;
+  uint64_t context_id_ = 0;
+  std::unique_ptr<transport::Mesh> control_;
+  ibv_cq* cq_ = nullptr;
+  std::unique_ptr<uint8_t[]> buffers_;  // per peer: slots_ receive then slots_ send buffers
+  size_t buffers_bytes_ = 0;
+  ibv_mr* buffers_mr_ = nullptr;
+  std::vector<std::unique_ptr<Peer>> peers_;
+
+  uint32_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::list<OpPtr>> posted_;
+  std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;
+  size_t unexpected_bytes_ = 0;
+  std::unordered_map<uint32_t, OpPtr> awaiting_cts_;   // sends by send id
+  std::unordered_map<uint32_t, OpPtr> writing_;        // sends whose RDMA write is posted
+  std::unordered_map<uint32_t, OpPtr> awaiting_data_;  // receives by recv id
+  ErrorKind mesh_error_kind_ = ErrorKind::kNone;
+  std::string mesh_error_;
+  bool closed_ = false;
+  std::vector<uint8_t> lifeline_bytes_;
+  std::unique_ptr<transport::Memory> lifeline_memory_;
+};
+
+}  // namespace gloo_lite::ibverbs

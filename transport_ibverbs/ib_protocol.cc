@@ -1,0 +1,462 @@
+// The protocol on the queue pairs, always with the mesh mutex held:
+//  - eager: a SEND of header + payload into one of the receiver's pre-posted buffers, allowed
+//    only with a credit; credits come back piggybacked on every header, or in a credit-only
+//    message once half the depth is owed;
+//  - rendezvous: ready-to-send -> clear-to-send(address, rkey, recv id) -> RDMA WRITE WITH
+//    IMMEDIATE straight into the receive buffer, the immediate carrying the recv id.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "transport_ibverbs/ib_mesh.h"
+
+namespace gloo_lite::ibverbs {
+namespace {
+
+enum WrKind : uint64_t { kRecvWr = 1, kSendWr = 2, kWriteWr = 3, kWriteChunkWr = 4 };
+constexpr size_t kMaxWrite = size_t{1} << 30;  // one RDMA write per GiB
+constexpr int kExtraSendWr = 16;
+
+uint64_t wr_id(WrKind kind, int peer, uint32_t value) {
+  return (uint64_t{kind} << 56) | (uint64_t(static_cast<uint32_t>(peer)) << 32) | value;
+}
+
+bool contains(const std::vector<int>& peers, int peer) {
+  return std::find(peers.begin(), peers.end(), peer) != peers.end();
+}
+
+}  // namespace
+
+bool IbMesh::poll_cq() {
+  bool any = false;
+  ibv_wc wcs[32];
+  while (true) {
+    int n = ibv_poll_cq(cq_, 32, wcs);
+    for (int i = 0; i < n; ++i) on_completion(wcs[i]);
+    if (n > 0) any = true;
+    if (n < 32) break;
+  }
+  return any;
+}
+
+void IbMesh::on_cq_event() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ibv_req_notify_cq(cq_, 0);  // re-arm before draining: nothing that arrives after is missed
+  if (poll_cq()) completed_.notify_all();
+}
+
+void IbMesh::on_completion(const ibv_wc& wc) {
+  auto kind = static_cast<WrKind>(wc.wr_id >> 56);
+  int rank = static_cast<int>((wc.wr_id >> 32) & 0xffffff);
+  auto value = static_cast<uint32_t>(wc.wr_id);
+  if (rank < 0 || rank >= size_ || !peers_[rank]) return;
+  Peer& peer = *peers_[rank];
+  if (kind == kSendWr) peer.free_send_slots.push_back(static_cast<int>(value));
+  if (kind != kRecvWr) --peer.send_queue_used;
+  if (wc.status != IBV_WC_SUCCESS) {
+    if (peer.error_kind != ErrorKind::kNone || closed_) return;  // flushed after we stopped it
+    std::string what = kind == kRecvWr ? "a receive" : kind == kSendWr ? "a send" : "an RDMA write";
+    std::string hint =
+        wc.status == IBV_WC_RETRY_EXC_ERR    ? " (no answer: the peer is dead or unreachable)"
+        : wc.status == IBV_WC_REM_ACCESS_ERR ? " (the peer refused the write into its buffer)"
+                                             : "";
+    lose_pair(
+        peer, "lost the connection to " + describe_peer(rank) + ": " + what +
+                  " completed with status '" + ibv_wc_status_str(wc.status) + "'" + hint +
+                  " (vendor error 0x" +
+                  [&] {
+                    char text[16];
+                    std::snprintf(text, sizeof(text), "%x", wc.vendor_err);
+                    return std::string(text);
+                  }() +
+                  ")");
+    return;
+  }
+  switch (kind) {
+    case kRecvWr:
+      on_receive(peer, static_cast<int>(value), wc);
+      break;
+    case kSendWr:
+    case kWriteChunkWr:
+      break;
+    case kWriteWr: {
+      auto found = writing_.find(value);
+      if (found != writing_.end()) {
+        OpPtr op = found->second;
+        writing_.erase(found);
+        complete(op);
+      }
+      break;
+    }
+  }
+  post_pending(peer);
+  return_credits(peer);
+}
+
+void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
+  if (peer.error_kind != ErrorKind::kNone) return;
+  if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+    uint32_t id = ntohl(wc.imm_data);
+    auto found = awaiting_data_.find(id);
+    if (found != awaiting_data_.end()) {
+      OpPtr op = found->second;
+      awaiting_data_.erase(found);
+      complete(op);
+    }
+    repost(peer, slot, true);
+    return;
+  }
+  wire::Header h;
+  if (wc.byte_len < wire::kHeaderBytes || !wire::decode(recv_slot(peer.rank, slot), &h)) {
+    lose_pair(peer,
+              "protocol error from " + describe_peer(peer.rank) + ": a corrupt message header");
+    return;
+  }
+  if (static_cast<int32_t>(h.credits - peer.peer_reposted) > 0) peer.peer_reposted = h.credits;
+  if (h.type == wire::Type::kCredit) {
+    repost(peer, slot, false);
+    return;
+  }
+  // Once one message is held back, later ones wait behind it: matching never overtakes.
+  if (!peer.held.empty() || !handle_message(peer, slot)) {
+    peer.held.push_back(slot);
+    return;
+  }
+  if (peer.error_kind == ErrorKind::kNone) repost(peer, slot, true);
+}
+
+bool IbMesh::handle_message(Peer& peer, int slot) {
+  wire::Header h;
+  const uint8_t* buffer = recv_slot(peer.rank, slot);
+  wire::decode(buffer, &h);
+  switch (h.type) {
+    case wire::Type::kEager: {
+      if (h.b > tuning_.slot_bytes - wire::kHeaderBytes) {
+        lose_pair(peer, "protocol error from " + describe_peer(peer.rank) + ": eager length " +
+                            std::to_string(h.b) +
+                            " exceeds the buffer (GLOO_LITE_IB_BUFFER_BYTES "
+                            "must be the same on every rank)");
+        return true;
+      }
+      OpPtr op = match_posted(peer.rank, h.a);
+      if (op) {
+        if (op->bytes_ != h.b) {
+          mismatch(peer, op, h.b);
+          return true;
+        }
+        if (h.b > 0) std::memcpy(op->data_, buffer + wire::kHeaderBytes, h.b);
+        complete(op);
+        return true;
+      }
+      if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.b > unexpected_limit_) return false;
+      auto message = std::make_unique<Unexpected>(Unexpected{peer.rank, false, h.b, 0, {}});
+      message->payload.assign(buffer + wire::kHeaderBytes, buffer + wire::kHeaderBytes + h.b);
+      unexpected_bytes_ += h.b;
+      unexpected_[h.a].push_back(std::move(message));
+      return true;
+    }
+    case wire::Type::kReadyToSend: {
+      OpPtr op = match_posted(peer.rank, h.a);
+      if (!op) {
+        unexpected_[h.a].push_back(
+            std::make_unique<Unexpected>(Unexpected{peer.rank, true, h.b, h.c, {}}));
+      } else if (op->bytes_ != h.b) {
+        mismatch(peer, op, h.b);
+      } else {
+        clear_to_send(peer, op, h.c);
+      }
+      return true;
+    }
+    case wire::Type::kClearToSend: {
+      auto recv_id = static_cast<uint32_t>(h.c);
+      auto found = awaiting_cts_.find(static_cast<uint32_t>(h.a));
+      if (found == awaiting_cts_.end()) {
+        queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
+        return true;
+      }
+      OpPtr op = found->second;
+      awaiting_cts_.erase(found);
+      op->writing_ = true;
+      writing_[op->id_] = op;
+      Outgoing write;
+      write.header = {wire::Type::kEager, 0, 0, 0, recv_id};
+      write.op = op;
+      write.write = true;
+      write.remote_addr = h.b;
+      write.rkey = static_cast<uint32_t>(h.c >> 32);
+      queue(peer, std::move(write));
+      return true;
+    }
+    case wire::Type::kSendCancelled: {
+      auto found = awaiting_data_.find(static_cast<uint32_t>(h.a));
+      if (found != awaiting_data_.end()) {
+        OpPtr op = found->second;
+        awaiting_data_.erase(found);
+        fail_op(op, ErrorKind::kConnection,
+                describe_peer(peer.rank) + " cancelled its send of tag " +
+                    std::to_string(op->tag_) +
+                    " after this rank matched it (the sender probably timed out)");
+      }
+      return true;
+    }
+    case wire::Type::kMismatch:
+      fail_pair(peer, ErrorKind::kMismatch,
+                "size mismatch: rank " + std::to_string(rank_) + " sent " + std::to_string(h.c) +
+                    " bytes with tag " + std::to_string(h.a) + " to " + describe_peer(peer.rank) +
+                    ", which posted a receive of " + std::to_string(h.b) +
+                    " bytes; both ranks must agree on the message size");
+      return true;
+    case wire::Type::kHello: {
+      uint64_t ranks = uint64_t(static_cast<uint32_t>(peer.rank)) |
+                       (uint64_t(static_cast<uint32_t>(rank_)) << 32);
+      if (h.a != context_id_ || h.b != ranks || h.c != static_cast<uint64_t>(size_)) {
+        lose_pair(peer, "ibverbs handshake: the queue pair of " + describe_peer(peer.rank) +
+                            " presented context id " + std::to_string(h.a) + ", ranks 0x" +
+                            std::to_string(h.b) + ", size " + std::to_string(h.c) +
+                            "; expected context " + std::to_string(context_id_) +
+                            " (a stale address in the store?)");
+        return true;
+      }
+      peer.hello = true;
+      completed_.notify_all();
+      return true;
+    }
+    case wire::Type::kCredit:
+      return true;
+  }
+  return true;
+}
+
+void IbMesh::repost(Peer& peer, int slot, bool data) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(recv_slot(peer.rank, slot)),
+              static_cast<uint32_t>(tuning_.slot_bytes), buffers_mr_->lkey};
+  ibv_recv_wr wr{};
+  ibv_recv_wr* bad = nullptr;
+  wr.wr_id = wr_id(kRecvWr, peer.rank, static_cast<uint32_t>(slot));
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  int rc = ibv_post_recv(peer.qp, &wr, &bad);
+  if (rc != 0) {
+    if (peer.error_kind == ErrorKind::kNone) {
+      lose_pair(peer, "ibverbs: ibv_post_recv for " + describe_peer(peer.rank) +
+                          " failed: " + std::strerror(rc));
+    }
+    return;
+  }
+  if (data) ++peer.reposted;
+}
+
+void IbMesh::release_held() {
+  for (auto& peer : peers_) {
+    if (!peer || peer->held.empty()) continue;
+    while (!peer->held.empty() && peer->error_kind == ErrorKind::kNone) {
+      int slot = peer->held.front();
+      if (!handle_message(*peer, slot)) break;
+      peer->held.pop_front();
+      if (peer->error_kind == ErrorKind::kNone) repost(*peer, slot, true);
+    }
+    post_pending(*peer);
+    return_credits(*peer);
+  }
+}
+
+void IbMesh::queue(Peer& peer, Outgoing message) {
+  if (!peer.open && !message.overdraft) {
+    if (message.op) fail_op(message.op, peer.error_kind, peer.error);
+    return;
+  }
+  peer.pending.push_back(std::move(message));
+  post_pending(peer);
+}
+
+void IbMesh::queue_control(Peer& peer, wire::Type type, uint64_t a, uint64_t b, uint64_t c) {
+  Outgoing message;
+  message.header = {type, 0, a, b, c};
+  queue(peer, std::move(message));
+}
+
+void IbMesh::post_pending(Peer& peer) {
+  while (!peer.pending.empty()) {
+    if (!post_one(peer, peer.pending.front())) return;
+    peer.pending.pop_front();
+  }
+}
+
+void IbMesh::post_send_slot(Peer& peer, int slot, size_t bytes) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(send_slot(peer.rank, slot)), static_cast<uint32_t>(bytes),
+              buffers_mr_->lkey};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = wr_id(kSendWr, peer.rank, static_cast<uint32_t>(slot));
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ++peer.send_queue_used;
+  int rc = ibv_post_send(peer.qp, &wr, &bad);
+  if (rc != 0) {
+    --peer.send_queue_used;
+    peer.free_send_slots.push_back(slot);
+    lose_pair(peer, "ibverbs: ibv_post_send to " + describe_peer(peer.rank) +
+                        " failed: " + std::strerror(rc));
+  }
+}
+
+bool IbMesh::post_one(Peer& peer, Outgoing& message) {
+  if (!message.overdraft && (peer.error_kind != ErrorKind::kNone || credits(peer) <= 0))
+    return false;
+  int send_depth = slots_ + kExtraSendWr;
+  if (message.write) {
+    const OpPtr& op = message.op;
+    size_t chunks = std::max<size_t>(1, (op->bytes_ + kMaxWrite - 1) / kMaxWrite);
+    if (peer.send_queue_used + static_cast<int>(chunks) > send_depth) return false;
+    uint32_t lkey = 0;
+    try {
+      lkey = op->memory_->mr()->lkey;
+    } catch (const Error& e) {
+      // The receiver waits for this write: tell it the send is off instead.
+      uint64_t recv_id = message.header.c;
+      writing_.erase(op->id_);
+      fail_op(op, ErrorKind::kConnection, e.what());
+      message = Outgoing{};
+      message.header = {wire::Type::kSendCancelled, 0, recv_id, 0, 0};
+      return post_one(peer, message);
+    }
+    auto recv_id = static_cast<uint32_t>(message.header.c);
+    for (size_t i = 0; i < chunks; ++i) {
+      size_t offset = i * kMaxWrite;
+      size_t length = std::min(kMaxWrite, op->bytes_ - offset);
+      bool last = i + 1 == chunks;
+      ibv_sge sge{reinterpret_cast<uintptr_t>(op->data_ + offset), static_cast<uint32_t>(length),
+                  lkey};
+      ibv_send_wr wr{};
+      ibv_send_wr* bad = nullptr;
+      wr.wr_id = wr_id(last ? kWriteWr : kWriteChunkWr, peer.rank, op->id_);
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      wr.imm_data = htonl(recv_id);
+      wr.wr.rdma.remote_addr = message.remote_addr + offset;
+      wr.wr.rdma.rkey = message.rkey;
+      ++peer.send_queue_used;
+      int rc = ibv_post_send(peer.qp, &wr, &bad);
+      if (rc != 0) {
+        --peer.send_queue_used;
+        lose_pair(peer, "ibverbs: posting an RDMA write to " + describe_peer(peer.rank) +
+                            " failed: " + std::strerror(rc));
+        return true;
+      }
+    }
+    ++peer.data_sent;  // the immediate consumes one of the peer's receive buffers
+    return true;
+  }
+  if (peer.free_send_slots.empty() || peer.send_queue_used >= send_depth) return false;
+  int slot = peer.free_send_slots.back();
+  peer.free_send_slots.pop_back();
+  uint8_t* buffer = send_slot(peer.rank, slot);
+  wire::Header h = message.header;
+  h.credits = peer.reposted;
+  peer.advertised = peer.reposted;
+  wire::encode(h, buffer);
+  size_t bytes = wire::kHeaderBytes;
+  if (h.type == wire::Type::kEager && message.op) {
+    if (h.b > 0) std::memcpy(buffer + wire::kHeaderBytes, message.op->data_, h.b);
+    bytes += h.b;
+  }
+  ++peer.data_sent;
+  post_send_slot(peer, slot, bytes);
+  if (message.op && h.type == wire::Type::kEager) complete(message.op);  // the buffer is free again
+  return true;
+}
+
+void IbMesh::return_credits(Peer& peer) {
+  if (peer.error_kind != ErrorKind::kNone || !peer.open) return;
+  if (static_cast<int32_t>(peer.reposted - peer.advertised) < tuning_.depth / 2) return;
+  if (peer.free_send_slots.empty() || peer.send_queue_used >= slots_ + kExtraSendWr) return;
+  int slot = peer.free_send_slots.back();
+  peer.free_send_slots.pop_back();
+  wire::Header h{wire::Type::kCredit, peer.reposted, 0, 0, 0};
+  peer.advertised = peer.reposted;
+  wire::encode(h, send_slot(peer.rank, slot));
+  post_send_slot(peer, slot, wire::kHeaderBytes);
+}
+
+OpPtr IbMesh::match_posted(int peer, uint64_t tag) {
+  auto found = posted_.find(tag);
+  if (found == posted_.end()) return nullptr;
+  auto& ops = found->second;
+  for (auto it = ops.begin(); it != ops.end(); ++it) {
+    if (contains((*it)->peers_, peer)) {
+      OpPtr op = *it;
+      ops.erase(it);
+      if (ops.empty()) posted_.erase(found);
+      op->source_ = peer;
+      return op;
+    }
+  }
+  return nullptr;
+}
+
+static std::string mismatch_text(const IbMesh& mesh, int peer, uint64_t tag, size_t posted,
+                                 uint64_t sent) {
+  return "size mismatch: rank " + std::to_string(mesh.rank()) + " posted a receive of " +
+         std::to_string(posted) + " bytes for tag " + std::to_string(tag) + " from " +
+         mesh.describe_peer(peer) + ", which sent " + std::to_string(sent) +
+         " bytes; both ranks must agree on the message size";
+}
+
+void IbMesh::mismatch(Peer& peer, const OpPtr& op, uint64_t sent) {
+  std::string text = mismatch_text(*this, peer.rank, op->tag_, op->bytes_, sent);
+  fail_op(op, ErrorKind::kMismatch, text);
+  if (peer.error_kind != ErrorKind::kNone) return;
+  LOG_WARN("ibverbs", text);
+  Outgoing notice;
+  notice.header = {wire::Type::kMismatch, 0, op->tag_, op->bytes_, sent};
+  notice.overdraft = true;
+  queue(peer, std::move(notice));
+  fail_pair(peer, ErrorKind::kMismatch, text, /*keep_qp=*/true);
+}
+
+void IbMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
+  Peer& peer = *peers_[message.peer];
+  op->source_ = message.peer;
+  if (message.length != op->bytes_) {
+    mismatch(peer, op, message.length);
+  } else if (message.rendezvous) {
+    clear_to_send(peer, op, message.send_id);
+  } else {
+    if (message.length > 0) std::memcpy(op->data_, message.payload.data(), message.length);
+    complete(op);
+  }
+  if (!message.rendezvous) {
+    unexpected_bytes_ -= message.length;
+    release_held();
+  }
+}
+
+void IbMesh::clear_to_send(Peer& peer, const OpPtr& op, uint64_t send_id) {
+  if (!peer.open) {
+    fail_op(op, peer.error_kind, peer.error);
+    return;
+  }
+  uint32_t rkey = 0;
+  try {
+    rkey = op->memory_->mr()->rkey;
+  } catch (const Error& e) {
+    fail_op(op, ErrorKind::kConnection, e.what());
+    lose_pair(peer, e.what());
+    return;
+  }
+  op->id_ = next_id_++;
+  if (next_id_ == 0) next_id_ = 1;
+  op->source_ = peer.rank;
+  awaiting_data_[op->id_] = op;
+  queue_control(peer, wire::Type::kClearToSend, send_id, reinterpret_cast<uintptr_t>(op->data_),
+                op->id_ | (uint64_t{rkey} << 32));
+}
+
+}  // namespace gloo_lite::ibverbs
