@@ -75,8 +75,11 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
   if (options.check || knob_bool("GLOO_LITE_CHECK")) {
     check_fingerprints(call, algorithm.name);
   }
-  if (call.size == 1) {
-    // One rank: the result is the input.
+  // alltoallv's counts are per rank, so only the others can be known empty everywhere.
+  bool empty_everywhere = call.collective != Collective::kBarrier &&
+                          call.collective != Collective::kAlltoall && call.total_bytes() == 0;
+  if (call.size == 1 || empty_everywhere) {
+    // One rank, or nothing to move: the result is the input.
     if (output != nullptr && input != nullptr && output != input) {
       std::memmove(output, input, call.bytes(std::min(input_elements, output_elements)));
     }

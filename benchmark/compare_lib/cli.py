@@ -85,8 +85,9 @@ def parse_args(argv):
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS measurement")
     ap.add_argument("--rss", action="store_true", help="measure peak RSS even with --quick")
     ap.add_argument("--rss-size", default="64M", help="allreduce size for the RSS check (64M)")
-    ap.add_argument("--from-raw", metavar="JSONL",
-                    help="skip the runs; rebuild table/plot/json from a previous raw.jsonl")
+    ap.add_argument("--from-raw", metavar="JSONL", nargs="+",
+                    help="skip the runs; rebuild table/plot/json from previous raw.jsonl files "
+                         "(several runs merge: the best pass of all of them counts)")
     a = ap.parse_args(argv)
     defaults = dict(procs="2 4 8", sizes="8,1M,16M,64M", passes=2,
                     collectives="allreduce,allgather,reduce_scatter,broadcast,barrier")
@@ -299,14 +300,18 @@ def _main(argv=None):
     meta = meta_info(cfg, argv)
     rss = []
     if cfg.from_raw:
-        with open(cfg.from_raw) as fh:
-            records = [model.Record(json.loads(ln)) for ln in fh if ln.strip()]
-        prev = os.path.join(os.path.dirname(os.path.abspath(cfg.from_raw)), "results.json")
+        records = []
+        for path in cfg.from_raw:
+            with open(path) as fh:
+                records += [model.Record(json.loads(ln)) for ln in fh if ln.strip()]
+        prev = os.path.join(os.path.dirname(os.path.abspath(cfg.from_raw[0])), "results.json")
         if os.path.exists(prev):
             with open(prev) as fh:
                 old = json.load(fh)
             meta = old.get("meta", meta)
             rss = old.get("rss", [])
+        if len(cfg.from_raw) > 1:
+            meta["merged_from"] = [os.path.abspath(p) for p in cfg.from_raw]
     else:
         build = runner.find_build(REPO, cfg.build)
         if "gloo_lite" in cfg.lib_list and build is None:

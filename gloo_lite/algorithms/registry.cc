@@ -112,7 +112,8 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
   for (const Algorithm& algorithm : all_algorithms()) {
     if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
     double cost = algorithm.cost(call, CostModel::get());
-    if (cost < best_cost) {
+    // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
+    if (cost < best_cost * (1 - 1e-9)) {
       best_cost = cost;
       best = &algorithm;
     }

@@ -59,13 +59,19 @@ struct RingPlan {
   std::function<Place(int t, int b)> target;
 };
 
-size_t chunk_elements(const Call& call) { return std::max<size_t>(1, kChunkBytes / call.element); }
+// At least kChunkBytes, and at most kMaxChunks per block: more chunks add per-message work
+// without adding overlap once a block is several chunks deep.
+constexpr size_t kMaxChunks = 8;
+size_t chunk_elements(const Call& call, size_t block_elements) {
+  size_t floor = std::max<size_t>(1, kChunkBytes / call.element);
+  return std::max(floor, (block_elements + kMaxChunks - 1) / kMaxChunks);
+}
 
 // Chunks of a block, at least one (an empty block still sends one empty message, which keeps
 // both neighbours' message sequences identical without special cases).
 std::vector<Range> chunks_of(const Call& call, Range block) {
   std::vector<Range> chunks;
-  size_t per = chunk_elements(call);
+  size_t per = chunk_elements(call, block.length);
   for (size_t done = 0; done < block.length || chunks.empty(); done += per) {
     chunks.push_back({done, std::min(per, block.length - std::min(done, block.length))});
   }
