@@ -177,6 +177,7 @@ class TcpMesh : public transport::Mesh {
   // Caller-driven progress: one waiting thread at a time reads its pairs' sockets itself, and
   // is woken through this eventfd when another thread completes one of its requests.
   bool driver_active_ = false;
+  int64_t spin_us_ = 0;
   std::thread::id driver_thread_;
   Fd driver_wake_;
   bool drive(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,

@@ -54,6 +54,9 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_IB_SPIN_US", "0",
        "ibverbs: microseconds a waiter polls the completion queue before sleeping on the "
        "completion channel"},
+      {"GLOO_LITE_SPIN_US", "0",
+       "A waiting rank polls its sockets without sleeping for up to this many microseconds "
+       "before it blocks (0: never spin; worth it only with a spare core per rank)"},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
        "for every collective that has it"},
