@@ -9,7 +9,12 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#if __cplusplus >= 202002L
+#include <span>
+#include <type_traits>
+#endif
 
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/types.h"
 
@@ -92,5 +97,36 @@ std::vector<T> allgather(Context& context, const std::vector<T>& input,
   allgather(context, input.data(), output.data(), input.size(), DataTypeOf<T>::value, options);
   return output;
 }
+
+#if __cplusplus >= 202002L
+// std::span overloads for C++20 callers (the library itself is C++17).
+template <typename T, size_t N>
+void allreduce(Context& context, std::span<T, N> data, ReduceOp op = ReduceOp::kSum,
+               const CollectiveOptions& options = {}) {
+  allreduce(context, data.data(), data.data(), data.size(), DataTypeOf<std::remove_cv_t<T>>::value,
+            op, options);
+}
+template <typename T, size_t N, size_t M>
+void allreduce(Context& context, std::span<const T, N> input, std::span<T, M> output,
+               ReduceOp op = ReduceOp::kSum, const CollectiveOptions& options = {}) {
+  if (input.size() != output.size()) {
+    throw InvalidArgument("allreduce: input and output spans differ in size");
+  }
+  allreduce(context, input.data(), output.data(), input.size(), DataTypeOf<T>::value, op, options);
+}
+template <typename T, size_t N>
+void broadcast(Context& context, std::span<T, N> data, int root,
+               const CollectiveOptions& options = {}) {
+  broadcast(context, data.data(), data.size(), DataTypeOf<T>::value, root, options);
+}
+template <typename T, size_t N, size_t M>
+void allgather(Context& context, std::span<const T, N> input, std::span<T, M> output,
+               const CollectiveOptions& options = {}) {
+  if (output.size() != input.size() * static_cast<size_t>(context.size())) {
+    throw InvalidArgument("allgather: the output span must hold size() times the input");
+  }
+  allgather(context, input.data(), output.data(), input.size(), DataTypeOf<T>::value, options);
+}
+#endif
 
 }  // namespace gloo_lite
