@@ -162,12 +162,20 @@ def _bw(r):
     return "%.2f" % r["busbw"] if r["busbw"] >= 0.01 else "-"
 
 
+def _num(v, need=None):
+    """Two decimals, three where two would round a miss onto the target (0.204 vs 0.2)."""
+    s = "%.2f" % v
+    if need is not None and float(s) == need and v != need:
+        s = "%.3f" % v
+    return s
+
+
 def _ratio(row, key, check_key):
     v = row.get(key)
     if v is None:
         return "-"
-    s = ("t %.2f" if row["kind"] == "lat" else "bw %.2f") % v
     c = row.get(check_key)
+    s = ("t " if row["kind"] == "lat" else "bw ") + _num(v, c["need"] if c else None)
     if c is None or c["met"] is None:
         return s
     return s + (" ok" if c["met"] else " MISS")
@@ -251,11 +259,11 @@ def render_summary(summary):
         summary["met"], summary["missed"], summary["unknown"])]
     for c in summary["misses"]:
         if c["kind"] == "bw":
-            how = "busbw ratio %.2fx, needs >= %.1fx: busbw would have to rise %.0f%%" % (
-                c["value"], c["need"], c["shortfall"])
+            how = "busbw ratio %sx, needs >= %.1fx: busbw would have to rise %.0f%%" % (
+                _num(c["value"], c["need"]), c["need"], c["shortfall"])
         elif c["kind"] == "lat":
-            how = "time ratio %.2fx, needs <= %.1fx: time would have to fall %.0f%%" % (
-                c["value"], c["need"], c["shortfall"])
+            how = "time ratio %sx, needs <= %.1fx: time would have to fall %.0f%%" % (
+                _num(c["value"], c["need"]), c["need"], c["shortfall"])
         elif c["kind"] == "auto":
             how = "auto %.2fx the best explicit time, needs <= %.2fx" % (c["value"], c["need"])
         else:

@@ -139,6 +139,10 @@ def prepare_anchors(anchors_src, scratch, want_gloo=True, want_mpi=True):
     dst = os.path.join(scratch, "anchors")
     if not os.path.isdir(dst):
         shutil.copytree(anchors_src, dst, ignore=shutil.ignore_patterns("results", ".run"))
+        # ../shared is read-only: the copy keeps its modes, so make it writable for make
+        for root, dirs, files in os.walk(dst):
+            for name in [root] + [os.path.join(root, f) for f in files]:
+                os.chmod(name, os.stat(name).st_mode | 0o200)
     os.makedirs(os.path.join(dst, ".run"), exist_ok=True)
     bins = {}
 

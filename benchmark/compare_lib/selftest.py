@@ -236,6 +236,12 @@ class Targets(unittest.TestCase):
         self.assertTrue(md.startswith("| collective |"))
         self.assertIn("Targets (issue 4)", report.render_legend())
 
+    def test_near_miss_shows_three_decimals(self):
+        rs = [rec("gloo_lite", "auto", "allreduce", 2, 8, 30.6),
+              rec("gloo", "halving_doubling", "allreduce", 2, 8, 150.0)]
+        text = report.render_text(report.build_rows(model.best_of_passes(rs)))
+        self.assertIn("t 0.204 MISS", text)
+
     def test_json_rows(self):
         json.dumps([cli._row_json(r) for r in self.rows])
 
