@@ -59,19 +59,22 @@ struct RingPlan {
   std::function<Place(int t, int b)> target;
 };
 
-// At least kChunkBytes, and at most kMaxChunks per block: more chunks add per-message work
-// without adding overlap once a block is several chunks deep.
-constexpr size_t kMaxChunks = 8;
-size_t chunk_elements(const Call& call, size_t block_elements) {
+// At least kChunkBytes, and at most `max_chunks` per block. In the ring loop every block
+// travels P-1 hops anyway, so 8 chunks give the overlap and more only add per-message work; the
+// broadcast chain fills its pipeline chunk by chunk, so it keeps small chunks.
+constexpr size_t kLoopChunks = 8;
+constexpr size_t kUnlimitedChunks = ~size_t{0};
+size_t chunk_elements(const Call& call, size_t block_elements, size_t max_chunks) {
   size_t floor = std::max<size_t>(1, kChunkBytes / call.element);
-  return std::max(floor, (block_elements + kMaxChunks - 1) / kMaxChunks);
+  if (max_chunks == kUnlimitedChunks) return floor;
+  return std::max(floor, (block_elements + max_chunks - 1) / max_chunks);
 }
 
 // Chunks of a block, at least one (an empty block still sends one empty message, which keeps
 // both neighbours' message sequences identical without special cases).
-std::vector<Range> chunks_of(const Call& call, Range block) {
+std::vector<Range> chunks_of(const Call& call, Range block, size_t max_chunks = kLoopChunks) {
   std::vector<Range> chunks;
-  size_t per = chunk_elements(call, block.length);
+  size_t per = chunk_elements(call, block.length, max_chunks);
   for (size_t done = 0; done < block.length || chunks.empty(); done += per) {
     chunks.push_back({done, std::min(per, block.length - std::min(done, block.length))});
   }
@@ -214,7 +217,7 @@ void broadcast_run(const Call& call) {
   int prev = mod(call.rank - 1, p);
   int next = mod(call.rank + 1, p);
   Step step(call);
-  std::vector<Range> chunks = chunks_of(call, {0, call.count});
+  std::vector<Range> chunks = chunks_of(call, {0, call.count}, kUnlimitedChunks);
   std::vector<transport::RequestPtr> receives;
   if (v > 0) {
     for (const Range& chunk : chunks) {
