@@ -123,9 +123,10 @@ int main(int argc, char** argv) {
 
   helperBarrier();
   if (rank == 0) {
-    printf("# gloo tcp 127.0.0.1 coll=barrier algo=%s P=%d min_time=%.3f min_iters=%lld "
-           "(benchmark/compare extra)\n",
-           algo.c_str(), P, minTime, (long long)minIters);
+    printf(
+        "# gloo tcp 127.0.0.1 coll=barrier algo=%s P=%d min_time=%.3f min_iters=%lld "
+        "(benchmark/compare extra)\n",
+        algo.c_str(), P, minTime, (long long)minIters);
     printf("lib,algo,coll,P,bytes,count,iters,time_us,algbw_GBps,busbw_GBps,wrong\n");
     fflush(stdout);
   }
@@ -160,8 +161,8 @@ int main(int argc, char** argv) {
   double el = (now_s() - t0) / iters;
   double t = maxF64(el);
   if (rank == 0) {
-    printf("gloo,%s,barrier,%d,0,0,%lld,%.2f,0.0000,0.0000,0\n", algo.c_str(), P,
-           (long long)iters, t * 1e6);
+    printf("gloo,%s,barrier,%d,0,0,%lld,%.2f,0.0000,0.0000,0\n", algo.c_str(), P, (long long)iters,
+           t * 1e6);
     fflush(stdout);
   }
   helperBarrier();
