@@ -144,6 +144,7 @@ def meta_info(cfg, argv):
         date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         command="benchmark/compare " + " ".join(argv), host=platform.node(),
         cpus=os.cpu_count(), loadavg_start=open("/proc/loadavg").read().split()[:3],
+        # HEAD when compare started; the binaries may be older (see bench_built)
         gloo_lite_rev=_version(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
         gloo_version=_version(["dpkg-query", "-W", "-f=${Version}", "libgloo-dev"]),
         openmpi_version=_version(["dpkg-query", "-W", "-f=${Version}", "openmpi-bin"]),
@@ -332,6 +333,8 @@ def _main(argv=None):
                     bins.pop("mpi_barrier", None)
         meta["build"] = build
         if build:
+            meta["bench_built"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(
+                os.path.join(build, "benchmark", "gloo_lite_bench"))))
             build = runner.snapshot_build(build, scratch)
         run = runner.Runner(cfg, scratch, bins, build)
         meta["gloo_lite_iters"] = ("bench --size-time %g" % cfg.min_time
