@@ -9,23 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/types.h"
 
 namespace gloo_lite::bench {
 
-enum class Kind {
-  kAllreduce,
-  kReduce,
-  kReduceScatter,
-  kAllgather,
-  kGather,
-  kScatter,
-  kBroadcast,
-  kAlltoall,
-  kBarrier
-};
+// The library's own list of collectives (the tuner's), so the two cannot drift apart.
+using Kind = algo::Collective;
 
 struct CollectiveInfo {
   Kind kind;

@@ -99,10 +99,17 @@ void fold_out(const Call& call, const Fold& fold, Step& step) {
   step.wait();
 }
 
-// Sizes of the halves exchanged by one halving step.
+// One halving step: the range [begin, end) is split at mid; this rank keeps one half (and
+// reduces into it) and gives the other to its partner. The allgather undoes the steps in reverse,
+// sending the kept half and receiving the given one.
+struct Half {
+  size_t begin, length;
+};
 struct Level {
   size_t begin, mid, end;
   bool lower;  // this rank keeps [begin, mid)
+  Half kept() const { return lower ? Half{begin, mid - begin} : Half{mid, end - mid}; }
+  Half given() const { return lower ? Half{mid, end - mid} : Half{begin, mid - begin}; }
 };
 
 void halving_doubling_run(const Call& call) {
@@ -115,36 +122,26 @@ void halving_doubling_run(const Call& call) {
     const transport::Memory* current_memory =
         current == call.input ? call.input_memory : call.output_memory;
     std::vector<Level> levels;
-    size_t begin = 0;
-    size_t end = call.count;
+    Half range{0, call.count};
     for (int d = fold.p2 / 2; d >= 1; d /= 2) {
       int peer = fold.real(fold.virt ^ d);
-      size_t mid = begin + (end - begin) / 2;
-      bool lower = (fold.virt & d) == 0;
-      levels.push_back({begin, mid, end, lower});
-      size_t keep_begin = lower ? begin : mid;
-      size_t keep_end = lower ? mid : end;
-      size_t send_begin = lower ? mid : begin;
-      size_t send_end = lower ? end : mid;
-      exchange_and_reduce(call, step, pool, peer, current_memory, send_begin, send_end - send_begin,
-                          current, keep_begin, keep_end - keep_begin);
+      Level level{range.begin, range.begin + range.length / 2, range.begin + range.length,
+                  (fold.virt & d) == 0};
+      levels.push_back(level);
+      exchange_and_reduce(call, step, pool, peer, current_memory, level.given().begin,
+                          level.given().length, current, level.kept().begin, level.kept().length);
       current = call.output;
       current_memory = call.output_memory;
-      begin = keep_begin;
-      end = keep_end;
+      range = level.kept();
     }
     // Recursive doubling allgather: undo the levels, swapping final halves with each partner.
     for (int i = static_cast<int>(levels.size()) - 1; i >= 0; --i) {
       const Level& level = levels[i];
-      int d = fold.p2 >> (i + 1);
-      int peer = fold.real(fold.virt ^ d);
-      size_t own_begin = level.lower ? level.begin : level.mid;
-      size_t own_end = level.lower ? level.mid : level.end;
-      size_t other_begin = level.lower ? level.mid : level.begin;
-      size_t other_end = level.lower ? level.end : level.mid;
-      step.recv(peer, *call.output_memory, call.bytes(other_begin),
-                call.bytes(other_end - other_begin));
-      step.send(peer, *call.output_memory, call.bytes(own_begin), call.bytes(own_end - own_begin));
+      int peer = fold.real(fold.virt ^ (fold.p2 >> (i + 1)));
+      step.recv(peer, *call.output_memory, call.bytes(level.given().begin),
+                call.bytes(level.given().length));
+      step.send(peer, *call.output_memory, call.bytes(level.kept().begin),
+                call.bytes(level.kept().length));
       step.wait();
     }
   }
