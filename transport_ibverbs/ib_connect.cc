@@ -122,7 +122,8 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
   }
   while (true) {
     poll_cq();
-    if (mesh_error_kind_ != ErrorKind::kNone) throw_error(mesh_error_kind_, mesh_error_);
+    if (mesh_failure().failed())
+      transport::throw_error(mesh_failure().kind, mesh_failure().message);
     std::string missing;
     for (auto& peer : peers_) {
       if (peer && !peer->hello)
@@ -162,7 +163,7 @@ void IbMesh::check_lifelines() {
     } catch (const Error& e) {
       peer->lifeline = nullptr;
       // The side channel's message names the peer that died or aborted, and why.
-      if (mesh_error_kind_ == ErrorKind::kNone) lose_pair(*peer, e.what());
+      if (!mesh_failure().failed()) lose_pair(*peer, e.what());
     }
   }
 }

@@ -1,5 +1,6 @@
-// The public side of an ibverbs mesh: posting, waiting (the waiter polls the CQ itself),
-// cancelling, and failure. The wire protocol is in ib_protocol.cc, connecting in ib_connect.cc.
+// The ibverbs mesh: its buffers and queue pairs, waiting (the waiter polls the CQ itself) and
+// failure. Posting and matching are the shared engine's (matching.h); the wire protocol is in
+// ib_protocol.cc, cancel in ib_cancel.cc, connecting in ib_connect.cc.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -22,32 +23,9 @@ constexpr int kExtraSendWr = 16;
 
 }  // namespace
 
-void throw_error(ErrorKind kind, const std::string& message) {
-  switch (kind) {
-    case ErrorKind::kTimeout:
-      throw TimeoutError(message);
-    case ErrorKind::kMismatch:
-      throw MismatchError(message);
-    case ErrorKind::kInvalid:
-      throw InvalidArgument(message);
-    case ErrorKind::kConnection:
-    case ErrorKind::kNone:
-      break;
-  }
-  throw ConnectionError(message);
-}
-
-bool Op::test() {
-  std::lock_guard<std::mutex> lock(mesh_->mutex_);
-  if (status_ == Status::kPending) mesh_->poll_cq();
-  if (status_ == Status::kPending) return false;
-  if (status_ == Status::kDone) return true;
-  throw_error(error_kind_, error_);
-}
-
 IbMesh::IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
                const transport::MeshOptions& options)
-    : device_(std::move(device)), rank_(rank), size_(size), tuning_(device_->tuning()) {
+    : MatchingMesh(rank, size, "ibverbs"), device_(std::move(device)), tuning_(device_->tuning()) {
   slots_ = tuning_.depth + kReserveSlots;
   size_t eager = options.eager_bytes;
   if (eager != 0 && eager + wire::kHeaderBytes > tuning_.slot_bytes) {
@@ -139,19 +117,6 @@ std::string IbMesh::describe_peer(int peer) const {
   return text;
 }
 
-std::string IbMesh::describe_op(const Op& op) const {
-  std::string text = op.kind_ == Op::Kind::kSend ? "send to " : "receive from ";
-  if (op.peers_.size() == 1) {
-    text += describe_peer(op.peers_[0]);
-  } else {
-    text += "any of ranks {";
-    for (size_t i = 0; i < op.peers_.size(); ++i)
-      text += (i ? "," : "") + std::to_string(op.peers_[i]);
-    text += "}";
-  }
-  return text + " (tag " + std::to_string(op.tag_) + ", " + std::to_string(op.bytes_) + " bytes)";
-}
-
 // GPUDirect hook: device memory is registered directly when the peer-memory module is loaded
 // (ibv_reg_mr then pins GPU pages); otherwise the caller must stage through host memory.
 static bool peer_memory_available() {
@@ -171,123 +136,10 @@ std::unique_ptr<transport::Memory> IbMesh::register_memory(void* data, size_t by
   return std::make_unique<IbMemory>(data, bytes, kind, &device_->cache());
 }
 
-static void check_range(const char* what, const transport::Memory& memory, size_t offset,
-                        size_t bytes) {
-  if (offset > memory.bytes() || bytes > memory.bytes() - offset) {
-    throw InvalidArgument(std::string(what) + ": offset " + std::to_string(offset) + " + " +
-                          std::to_string(bytes) + " bytes exceeds the registered region of " +
-                          std::to_string(memory.bytes()) + " bytes");
-  }
-}
-
-void IbMesh::check_peer(const char* what, int peer) const {
-  if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw InvalidArgument(std::string(what) + ": peer " + std::to_string(peer) +
-                          " is not another rank of this context (rank " + std::to_string(rank_) +
-                          " of " + std::to_string(size_) + ")");
-  }
-}
-
-transport::RequestPtr IbMesh::send(int peer, uint64_t tag, const transport::Memory& memory,
-                                   size_t offset, size_t bytes) {
-  check_peer("send", peer);
-  check_range("send", memory, offset, bytes);
-  auto op = std::make_shared<Op>(this, Op::Kind::kSend, tag, static_cast<const IbMemory*>(&memory),
-                                 offset, bytes);
-  op->peers_ = {peer};
-  std::lock_guard<std::mutex> lock(mutex_);
-  Peer& pair = *peers_[peer];
-  if (mesh_error_kind_ != ErrorKind::kNone) {
-    fail_op(op, mesh_error_kind_, mesh_error_);
-  } else if (!pair.open) {
-    fail_op(op, pair.error_kind, pair.error);
-  } else if (bytes <= eager_bytes_ && memory.kind() == transport::MemoryKind::kHost) {
-    Outgoing message;
-    message.header = {wire::Type::kEager, 0, tag, bytes, 0};
-    message.op = op;
-    queue(pair, std::move(message));
-  } else {
-    op->id_ = next_id_++;
-    awaiting_cts_[op->id_] = op;
-    queue_control(pair, wire::Type::kReadyToSend, tag, bytes, op->id_);
-  }
-  return op;
-}
-
-transport::RequestPtr IbMesh::recv(const std::vector<int>& peers, uint64_t tag,
-                                   transport::Memory& memory, size_t offset, size_t bytes) {
-  if (peers.empty()) throw InvalidArgument("recv: the set of peers is empty");
-  for (int peer : peers) check_peer("recv", peer);
-  check_range("recv", memory, offset, bytes);
-  auto op = std::make_shared<Op>(this, Op::Kind::kRecv, tag, static_cast<const IbMemory*>(&memory),
-                                 offset, bytes);
-  op->peers_ = peers;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto queue = unexpected_.find(tag);
-  if (queue != unexpected_.end()) {
-    auto& messages = queue->second;
-    for (auto it = messages.begin(); it != messages.end(); ++it) {
-      if (std::find(peers.begin(), peers.end(), (*it)->peer) == peers.end()) continue;
-      std::unique_ptr<Unexpected> message = std::move(*it);
-      messages.erase(it);
-      if (messages.empty()) unexpected_.erase(queue);
-      deliver_unexpected(op, *message);
-      return op;
-    }
-  }
-  if (mesh_error_kind_ != ErrorKind::kNone) {
-    fail_op(op, mesh_error_kind_, mesh_error_);
-    return op;
-  }
-  const Peer* failed = nullptr;
-  for (int peer : peers) {
-    if (peers_[peer]->open) {
-      failed = nullptr;
-      break;
-    }
-    failed = peers_[peer].get();
-  }
-  if (failed != nullptr) {
-    fail_op(op, failed->error_kind, failed->error);
-    return op;
-  }
-  posted_[tag].push_back(op);
-  return op;
-}
-
 void IbMesh::wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(tuning_.spin_us);
-  while (true) {
-    const Op* failed = nullptr;
-    bool all_done = true;
-    for (const auto& request : requests) {
-      const Op& op = static_cast<const Op&>(*request);
-      if (op.status_ == Op::Status::kPending) all_done = false;
-      if ((op.status_ == Op::Status::kFailed || op.status_ == Op::Status::kCancelled) && !failed) {
-        failed = &op;
-      }
-    }
-    if (failed != nullptr) {
-      for (const auto& request : requests) cancel_locked(std::static_pointer_cast<Op>(request));
-      if (failed->status_ == Op::Status::kCancelled) {
-        throw Error("wait: " + describe_op(*failed) + " was cancelled");
-      }
-      throw_error(failed->error_kind_, failed->error_);
-    }
-    if (all_done) return;
-    if (deadline.expired()) {
-      std::string late;
-      for (const auto& request : requests) {
-        auto op = std::static_pointer_cast<Op>(request);
-        if (op->status_ != Op::Status::kPending) continue;
-        late += (late.empty() ? "" : "; ") + describe_op(*op);
-        cancel_locked(op);
-      }
-      throw TimeoutError("rank " + std::to_string(rank_) + " timed out waiting for: " + late +
-                         ". The peer may be stuck, slow, or waiting for something else; raise "
-                         "the timeout (GLOO_LITE_TIMEOUT_MS) if it is only slow");
-    }
+  while (!finished(requests, deadline)) {
     // Caller-driven progress: poll the CQ ourselves; sleep only when nothing is there (the
     // progress thread, woken by the completion channel, then notifies us).
     if (poll_cq()) continue;
@@ -303,77 +155,17 @@ void IbMesh::wait(const std::vector<transport::RequestPtr>& requests, const Dead
   }
 }
 
-void IbMesh::cancel(const transport::RequestPtr& request) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (cancel_locked(std::static_pointer_cast<Op>(request))) completed_.notify_all();
-}
-
-// After cancel the buffer is never touched again. A receive that already gave the sender its
-// rkey, or a send whose RDMA write is posted, can only be stopped by stopping the queue pair:
-// that pair then fails (see docs/transport-ibverbs.md).
-bool IbMesh::cancel_locked(const OpPtr& op) {
-  if (op->status_ != Op::Status::kPending) return false;
-  if (op->kind_ == Op::Kind::kRecv) {
-    auto found = posted_.find(op->tag_);
-    if (found != posted_.end()) {
-      found->second.remove(op);
-      if (found->second.empty()) posted_.erase(found);
-    }
-    if (op->id_ != 0 && awaiting_data_.erase(op->id_) && op->source_ >= 0) {
-      Peer& peer = *peers_[op->source_];
-      op->status_ = Op::Status::kCancelled;
-      fail_pair(peer, ErrorKind::kConnection,
-                "rank " + std::to_string(rank_) + " cancelled a receive from " +
-                    describe_peer(peer.rank) +
-                    " after telling it where to write; the queue pair was closed so that the "
-                    "buffer can no longer be written");
-      return true;
-    }
-  } else {
-    Peer& peer = *peers_[op->peers_[0]];
-    if (op->writing_) {
-      writing_.erase(op->id_);
-      op->status_ = Op::Status::kCancelled;
-      fail_pair(peer, ErrorKind::kConnection,
-                "rank " + std::to_string(rank_) + " cancelled a send to " +
-                    describe_peer(peer.rank) + " during its RDMA write; the queue pair was closed");
-      return true;
-    }
-    if (op->id_ != 0) awaiting_cts_.erase(op->id_);
-    for (auto it = peer.pending.begin(); it != peer.pending.end(); ++it) {
-      if (it->op == op) {
-        peer.pending.erase(it);
-        break;
-      }
-    }
-  }
-  op->status_ = Op::Status::kCancelled;
-  return true;
-}
-
-void IbMesh::complete(const OpPtr& op) {
-  if (op->status_ != Op::Status::kPending) return;
-  op->status_ = Op::Status::kDone;
-  completed_.notify_all();
-}
-
-void IbMesh::fail_op(const OpPtr& op, ErrorKind kind, const std::string& message) {
-  if (op->status_ != Op::Status::kPending) return;
-  op->status_ = Op::Status::kFailed;
-  op->error_kind_ = kind;
-  op->error_ = message;
-  completed_.notify_all();
-}
-
 void IbMesh::fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp) {
   if (!peer.open) return;
   peer.open = false;
-  peer.error_kind = kind;
-  peer.error = message;
+  peer.failure = {kind, message};
   int rank = peer.rank;
-  bool rdma_active = false;
+  bool rdma_active = receive_awaiting_data_from(rank);
   for (auto& [id, op] : writing_) rdma_active = rdma_active || op->peers_[0] == rank;
-  for (auto& [id, op] : awaiting_data_) rdma_active = rdma_active || op->source_ == rank;
+  for (auto it = cancelling_.begin(); it != cancelling_.end();) {
+    rdma_active = rdma_active || it->second == rank;
+    it = it->second == rank ? cancelling_.erase(it) : std::next(it);
+  }
   // A stopped QP flushes what is posted and refuses the peer's writes into our buffers.
   if (!keep_qp || rdma_active) move_to_error(peer.qp);
   for (auto& message_out : peer.pending) {
@@ -382,39 +174,15 @@ void IbMesh::fail_pair(Peer& peer, ErrorKind kind, const std::string& message, b
   peer.pending.erase(std::remove_if(peer.pending.begin(), peer.pending.end(),
                                     [](const Outgoing& m) { return !m.overdraft; }),
                      peer.pending.end());
-  auto fail_where = [&](std::unordered_map<uint32_t, OpPtr>& ops, bool by_source) {
-    for (auto it = ops.begin(); it != ops.end();) {
-      int who = by_source ? it->second->source_ : it->second->peers_[0];
-      if (who == rank) {
-        fail_op(it->second, kind, message);
-        it = ops.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  fail_where(awaiting_cts_, false);
-  fail_where(writing_, false);
-  fail_where(awaiting_data_, true);
-  for (auto& [tag, ops] : posted_) {
-    for (auto it = ops.begin(); it != ops.end();) {
-      bool alive = false;
-      for (int candidate : (*it)->peers_) alive = alive || peers_[candidate]->open;
-      if (alive) {
-        ++it;
-      } else {
-        fail_op(*it, kind, message);
-        it = ops.erase(it);
-      }
+  for (auto it = writing_.begin(); it != writing_.end();) {
+    if (it->second->peers_[0] == rank) {
+      fail_op(it->second, kind, message);
+      it = writing_.erase(it);
+    } else {
+      ++it;
     }
   }
-  for (auto& [tag, messages] : unexpected_) {
-    messages.erase(std::remove_if(messages.begin(), messages.end(),
-                                  [&](const std::unique_ptr<Unexpected>& m) {
-                                    return m->peer == rank && m->rendezvous;
-                                  }),
-                   messages.end());
-  }
+  fail_operations_of_peer(rank, kind, message);
   peer.held.clear();
 }
 
@@ -425,21 +193,12 @@ void IbMesh::lose_pair(Peer& peer, const std::string& message) {
 }
 
 void IbMesh::fail_mesh(ErrorKind kind, const std::string& message) {
-  if (mesh_error_kind_ == ErrorKind::kNone) {
-    mesh_error_kind_ = kind;
-    mesh_error_ = message;
-  }
   for (auto& peer : peers_) {
     if (peer && peer->open) fail_pair(*peer, kind, message);
   }
-  for (auto& [tag, ops] : posted_) {
-    for (auto& op : ops) fail_op(op, kind, message);
-  }
-  posted_.clear();
-  for (auto* ops : {&awaiting_cts_, &writing_, &awaiting_data_}) {
-    for (auto& [id, op] : *ops) fail_op(op, kind, message);
-    ops->clear();
-  }
+  for (auto& [id, op] : writing_) fail_op(op, kind, message);
+  writing_.clear();
+  fail_all_operations(kind, message);
 }
 
 void IbMesh::abort(const std::string& reason) {

@@ -1,17 +1,18 @@
-// Internal: the ibverbs device and one context's mesh of RC queue pairs.
+// Internal: the ibverbs device and one context's mesh of RC queue pairs. Matching, requests
+// and waiting rules are the shared engine's (gloo_lite/transport/matching.h); this adds the
+// queue pairs, credits and RDMA.
 //
-// Locking: one mutex per mesh guards all of its state; completions are processed under it both
-// by a waiting caller (who polls the mesh's CQ itself) and by the device's progress thread (who
-// sleeps on the device's completion channel and serves what arrives while nobody waits).
+// Locking: the engine's mutex guards all of the mesh's state; completions are processed under it
+// both by a waiting caller (who polls the mesh's CQ itself) and by the device's progress thread
+// (who sleeps on the device's completion channel and serves what arrives while nobody waits).
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <list>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -20,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gloo_lite/transport/transport.h"
+#include "gloo_lite/transport/matching.h"
 #include "transport_ibverbs/ib_device.h"
 #include "transport_ibverbs/ib_select.h"
 #include "transport_ibverbs/mr_cache.h"
@@ -28,6 +29,11 @@
 #include "transport_ibverbs/wire.h"
 
 namespace gloo_lite::ibverbs {
+
+using transport::ErrorKind;
+using transport::Failure;
+using transport::Op;
+using transport::OpPtr;
 
 class IbMesh;
 
@@ -95,38 +101,8 @@ class IbMemory : public transport::Memory {
   mutable ibv_mr* mr_ = nullptr;
 };
 
-enum class ErrorKind { kNone, kTimeout, kConnection, kMismatch, kInvalid };
-[[noreturn]] void throw_error(ErrorKind kind, const std::string& message);
-
-class Op : public transport::Request {
- public:
-  enum class Kind { kSend, kRecv };
-  enum class Status { kPending, kDone, kFailed, kCancelled };
-  Op(IbMesh* mesh, Kind kind, uint64_t tag, const IbMemory* memory, size_t offset, size_t bytes)
-      : mesh_(mesh),
-        kind_(kind),
-        tag_(tag),
-        memory_(memory),
-        data_(memory->data() + offset),
-        bytes_(bytes) {}
-  bool test() override;
-  int source() const override { return source_; }
-
-  IbMesh* mesh_;
-  Kind kind_;
-  uint64_t tag_;
-  const IbMemory* memory_;
-  uint8_t* data_;
-  size_t bytes_;
-  std::vector<int> peers_;
-  int source_ = -1;
-  uint32_t id_ = 0;       // send id (awaiting CTS / writing) or recv id (awaiting data)
-  bool writing_ = false;  // send: its RDMA write is posted
-  Status status_ = Status::kPending;
-  ErrorKind error_kind_ = ErrorKind::kNone;
-  std::string error_;
-};
-using OpPtr = std::shared_ptr<Op>;
+// The registration behind an op's memory (made on first use, through the cache).
+inline ibv_mr* registration(const Op& op) { return static_cast<const IbMemory*>(op.memory_)->mr(); }
 
 // A message waiting for a credit, a send buffer or send-queue room.
 struct Outgoing {
@@ -138,14 +114,6 @@ struct Outgoing {
   bool overdraft = false;  // a last notice before closing: sent even without a credit
 };
 
-struct Unexpected {
-  int peer;
-  bool rendezvous;
-  uint64_t length;
-  uint64_t send_id;
-  std::vector<uint8_t> payload;
-};
-
 struct Peer {
   int rank = 0;
   ibv_qp* qp = nullptr;
@@ -153,8 +121,7 @@ struct Peer {
   RemoteQp remote;
   bool open = false;
   bool hello = false;
-  ErrorKind error_kind = ErrorKind::kNone;
-  std::string error;
+  Failure failure;                 // why it closed
   transport::RequestPtr lifeline;  // control-channel receive that fails when the peer dies
 
   // Credits: a message that lands in a receive buffer may be posted only while
@@ -169,75 +136,74 @@ struct Peer {
   std::deque<int> held;  // receive slots held back (unexpected queue full), in arrival order
 };
 
-class IbMesh : public transport::Mesh {
+class IbMesh : public transport::MatchingMesh {
  public:
   IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
          const transport::MeshOptions& options);
   ~IbMesh() override;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  // Side channel, GID, LID, MTU, PSN and one QPN per rank (ib_connect.cc, with connect()).
   std::string address() const override;
   void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                const Deadline& deadline) override;
+  std::string describe_peer(int peer) const override;  // "rank 3 (10.0.0.2:41000, rxe0 qpn 17)"
+  // Lazy: ibv_reg_mr (through the device's cache) only once a rendezvous needs the keys.
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
-  transport::RequestPtr send(int peer, uint64_t tag, const transport::Memory& memory, size_t offset,
-                             size_t bytes) override;
-  transport::RequestPtr recv(const std::vector<int>& peers, uint64_t tag, transport::Memory& memory,
-                             size_t offset, size_t bytes) override;
+  // The waiting thread polls the CQ itself; it sleeps only when the CQ is empty.
   void wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) override;
-  void cancel(const transport::RequestPtr& request) override;
+  // The reason travels on the side channel: it needs no credit and survives a stuck QP.
   void abort(const std::string& reason) override;
-  std::string describe_peer(int peer) const override;
 
   // --- called by the device's progress thread ---
   void on_cq_event();      // re-arms the CQ and drains it
   void check_lifelines();  // fails the context when the side channel reports a dead peer
   ibv_cq* cq() const { return cq_; }
 
-  std::mutex mutex_;
-  std::condition_variable completed_;
-
  private:
-  friend class Op;
+  // Liveness, for the engine's matching: a closed pair keeps why it closed.
+  bool peer_open(int peer) const override { return peers_[peer] && peers_[peer]->open; }
+  const Failure& peer_failure(int peer) const override { return peers_[peer]->failure; }
+  // Op::test(): completions are only seen by polling the CQ.
+  void make_progress() override { poll_cq(); }
+
   // ib_protocol.cc (mutex_ held)
   bool poll_cq();  // true when something completed
   void on_completion(const ibv_wc& wc);
   void on_receive(Peer& peer, int slot, const ibv_wc& wc);
   bool handle_message(Peer& peer, int slot);  // false: hold it (unexpected queue full)
+  // Takes in the messages held back in their receive buffers, oldest first.
+  void resume_held_messages() override;
   void repost(Peer& peer, int slot, bool data);
-  void release_held();
+  // The engine's send_* hooks: each queues one message, posted once a credit allows.
+  void send_eager(const OpPtr& op) override;
+  void send_ready_to_send(const Op& op) override;
+  void send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) override;
+  void send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
+                               const std::string& text) override;
   void queue(Peer& peer, Outgoing message);
   void queue_control(Peer& peer, wire::Type type, uint64_t a, uint64_t b, uint64_t c);
   void post_pending(Peer& peer);
   bool post_one(Peer& peer, Outgoing& message);
   void return_credits(Peer& peer);
   void post_send_slot(Peer& peer, int slot, size_t bytes);
-  OpPtr match_posted(int peer, uint64_t tag);
-  void deliver_unexpected(const OpPtr& op, Unexpected& message);
-  void clear_to_send(Peer& peer, const OpPtr& op, uint64_t send_id);
-  void mismatch(Peer& peer, const OpPtr& op, uint64_t sent);
+  // ib_cancel.cc (mutex_ held)
+  void cancel_on_wire(const OpPtr& op, bool cleared) override;
+  void stop_receive(Peer& peer, uint64_t recv_id);
+  void stop_write(Peer& peer, uint64_t send_id);
+  bool serve_until(const std::function<bool()>& done);  // false: no answer in time
+  void on_cancel_receive(Peer& peer, uint64_t recv_id);
   // ib_mesh.cc (mutex_ held)
-  void complete(const OpPtr& op);
-  void fail_op(const OpPtr& op, ErrorKind kind, const std::string& message);
   void fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp = false);
   void fail_mesh(ErrorKind kind, const std::string& message);
   void lose_pair(Peer& peer, const std::string& message);
-  bool cancel_locked(const OpPtr& op);
-  std::string describe_op(const Op& op) const;
-  void check_peer(const char* what, int peer) const;
   int32_t credits(const Peer& peer) const;
   uint8_t* recv_slot(int peer, int slot) const;
   uint8_t* send_slot(int peer, int slot) const;
 
   std::shared_ptr<IbDevice> device_;
-  int rank_;
-  int size_;
   Tuning tuning_;
   int slots_;  // receive (and send) buffers per peer: depth + reserve
-  size_t eager_bytes_;
-  size_t unexpected_limit_;
   uint32_t psn_;
   uint64_t context_id_ = 0;
   std::unique_ptr<transport::Mesh> control_;
@@ -247,15 +213,11 @@ class IbMesh : public transport::Mesh {
   ibv_mr* buffers_mr_ = nullptr;
   std::vector<std::unique_ptr<Peer>> peers_;
 
-  uint32_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::list<OpPtr>> posted_;
-  std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;
-  size_t unexpected_bytes_ = 0;
-  std::unordered_map<uint32_t, OpPtr> awaiting_cts_;   // sends by send id
-  std::unordered_map<uint32_t, OpPtr> writing_;        // sends whose RDMA write is posted
-  std::unordered_map<uint32_t, OpPtr> awaiting_data_;  // receives by recv id
-  ErrorKind mesh_error_kind_ = ErrorKind::kNone;
-  std::string mesh_error_;
+  // Sends whose RDMA write is posted, by send id (the engine holds them until clear-to-send).
+  std::unordered_map<uint64_t, OpPtr> writing_;
+  // Receives cancelled after clear-to-send whose sender has not yet confirmed that it writes
+  // nothing more: recv id -> peer rank.
+  std::unordered_map<uint64_t, int> cancelling_;
   bool closed_ = false;
   std::vector<uint8_t> lifeline_bytes_;
   std::unique_ptr<transport::Memory> lifeline_memory_;

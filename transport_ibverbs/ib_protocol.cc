@@ -4,6 +4,7 @@
 //    message once half the depth is owed;
 //  - rendezvous: ready-to-send -> clear-to-send(address, rkey, recv id) -> RDMA WRITE WITH
 //    IMMEDIATE straight into the receive buffer, the immediate carrying the recv id.
+// Matching itself is the shared engine's (matching.h); this is the verbs wire around it.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -22,10 +23,6 @@ constexpr int kExtraSendWr = 16;
 
 uint64_t wr_id(WrKind kind, int peer, uint32_t value) {
   return (uint64_t{kind} << 56) | (uint64_t(static_cast<uint32_t>(peer)) << 32) | value;
-}
-
-bool contains(const std::vector<int>& peers, int peer) {
-  return std::find(peers.begin(), peers.end(), peer) != peers.end();
 }
 
 }  // namespace
@@ -57,7 +54,7 @@ void IbMesh::on_completion(const ibv_wc& wc) {
   if (kind == kSendWr) peer.free_send_slots.push_back(static_cast<int>(value));
   if (kind != kRecvWr) --peer.send_queue_used;
   if (wc.status != IBV_WC_SUCCESS) {
-    if (peer.error_kind != ErrorKind::kNone || closed_) return;  // flushed after we stopped it
+    if (peer.failure.failed() || closed_) return;  // flushed after we stopped it
     std::string what = kind == kRecvWr ? "a receive" : kind == kSendWr ? "a send" : "an RDMA write";
     std::string hint =
         wc.status == IBV_WC_RETRY_EXC_ERR    ? " (no answer: the peer is dead or unreachable)"
@@ -97,15 +94,9 @@ void IbMesh::on_completion(const ibv_wc& wc) {
 }
 
 void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
-  if (peer.error_kind != ErrorKind::kNone) return;
+  if (peer.failure.failed()) return;
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-    uint32_t id = ntohl(wc.imm_data);
-    auto found = awaiting_data_.find(id);
-    if (found != awaiting_data_.end()) {
-      OpPtr op = found->second;
-      awaiting_data_.erase(found);
-      complete(op);
-    }
+    if (OpPtr op = take_receive_awaiting_data(ntohl(wc.imm_data))) complete(op);
     repost(peer, slot, true);
     return;
   }
@@ -120,12 +111,19 @@ void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
     repost(peer, slot, false);
     return;
   }
+  // Not a message to match, and a cancel waits for it: it must not queue behind messages held
+  // back for want of a receive, which that waiting thread might be the one to post.
+  if (h.type == wire::Type::kReceiveCancelled) {
+    cancelling_.erase(static_cast<uint32_t>(h.a));
+    repost(peer, slot, true);
+    return;
+  }
   // Once one message is held back, later ones wait behind it: matching never overtakes.
   if (!peer.held.empty() || !handle_message(peer, slot)) {
     peer.held.push_back(slot);
     return;
   }
-  if (peer.error_kind == ErrorKind::kNone) repost(peer, slot, true);
+  if (!peer.failure.failed()) repost(peer, slot, true);
 }
 
 bool IbMesh::handle_message(Peer& peer, int slot) {
@@ -144,42 +142,29 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       OpPtr op = match_posted(peer.rank, h.a);
       if (op) {
         if (op->bytes_ != h.b) {
-          mismatch(peer, op, h.b);
+          reject_size(peer.rank, op, h.b);
           return true;
         }
         if (h.b > 0) std::memcpy(op->data_, buffer + wire::kHeaderBytes, h.b);
         complete(op);
         return true;
       }
-      if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.b > unexpected_limit_) return false;
-      auto message = std::make_unique<Unexpected>(Unexpected{peer.rank, false, h.b, 0, {}});
-      message->payload.assign(buffer + wire::kHeaderBytes, buffer + wire::kHeaderBytes + h.b);
-      unexpected_bytes_ += h.b;
-      unexpected_[h.a].push_back(std::move(message));
+      if (!unexpected_has_room(h.b)) return false;
+      auto message = new_unexpected(peer.rank, h.b);
+      if (h.b > 0) std::memcpy(message->payload.data(), buffer + wire::kHeaderBytes, h.b);
+      queue_unexpected(h.a, std::move(message));
       return true;
     }
-    case wire::Type::kReadyToSend: {
-      OpPtr op = match_posted(peer.rank, h.a);
-      if (!op) {
-        unexpected_[h.a].push_back(
-            std::make_unique<Unexpected>(Unexpected{peer.rank, true, h.b, h.c, {}}));
-      } else if (op->bytes_ != h.b) {
-        mismatch(peer, op, h.b);
-      } else {
-        clear_to_send(peer, op, h.c);
-      }
+    case wire::Type::kReadyToSend:
+      on_ready_to_send(peer.rank, h.a, h.b, h.c);
       return true;
-    }
     case wire::Type::kClearToSend: {
       auto recv_id = static_cast<uint32_t>(h.c);
-      auto found = awaiting_cts_.find(static_cast<uint32_t>(h.a));
-      if (found == awaiting_cts_.end()) {
+      OpPtr op = take_send_awaiting_clearance(static_cast<uint32_t>(h.a));
+      if (!op) {
         queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
         return true;
       }
-      OpPtr op = found->second;
-      awaiting_cts_.erase(found);
-      op->writing_ = true;
       writing_[op->id_] = op;
       Outgoing write;
       write.header = {wire::Type::kEager, 0, 0, 0, recv_id};
@@ -190,24 +175,14 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       queue(peer, std::move(write));
       return true;
     }
-    case wire::Type::kSendCancelled: {
-      auto found = awaiting_data_.find(static_cast<uint32_t>(h.a));
-      if (found != awaiting_data_.end()) {
-        OpPtr op = found->second;
-        awaiting_data_.erase(found);
-        fail_op(op, ErrorKind::kConnection,
-                describe_peer(peer.rank) + " cancelled its send of tag " +
-                    std::to_string(op->tag_) +
-                    " after this rank matched it (the sender probably timed out)");
-      }
+    case wire::Type::kSendCancelled:
+      on_send_cancelled(peer.rank, static_cast<uint32_t>(h.a));
       return true;
-    }
+    case wire::Type::kCancelReceive:
+      on_cancel_receive(peer, static_cast<uint32_t>(h.a));
+      return true;
     case wire::Type::kMismatch:
-      fail_pair(peer, ErrorKind::kMismatch,
-                "size mismatch: rank " + std::to_string(rank_) + " sent " + std::to_string(h.c) +
-                    " bytes with tag " + std::to_string(h.a) + " to " + describe_peer(peer.rank) +
-                    ", which posted a receive of " + std::to_string(h.b) +
-                    " bytes; both ranks must agree on the message size");
+      fail_pair(peer, ErrorKind::kMismatch, sender_mismatch_text(peer.rank, h.a, h.b, h.c));
       return true;
     case wire::Type::kHello: {
       uint64_t ranks = uint64_t(static_cast<uint32_t>(peer.rank)) |
@@ -225,7 +200,8 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       return true;
     }
     case wire::Type::kCredit:
-      return true;
+    case wire::Type::kReceiveCancelled:
+      return true;  // taken in on_receive
   }
   return true;
 }
@@ -240,7 +216,7 @@ void IbMesh::repost(Peer& peer, int slot, bool data) {
   wr.num_sge = 1;
   int rc = ibv_post_recv(peer.qp, &wr, &bad);
   if (rc != 0) {
-    if (peer.error_kind == ErrorKind::kNone) {
+    if (!peer.failure.failed()) {
       lose_pair(peer, "ibverbs: ibv_post_recv for " + describe_peer(peer.rank) +
                           " failed: " + std::strerror(rc));
     }
@@ -249,14 +225,14 @@ void IbMesh::repost(Peer& peer, int slot, bool data) {
   if (data) ++peer.reposted;
 }
 
-void IbMesh::release_held() {
+void IbMesh::resume_held_messages() {
   for (auto& peer : peers_) {
     if (!peer || peer->held.empty()) continue;
-    while (!peer->held.empty() && peer->error_kind == ErrorKind::kNone) {
+    while (!peer->held.empty() && !peer->failure.failed()) {
       int slot = peer->held.front();
       if (!handle_message(*peer, slot)) break;
       peer->held.pop_front();
-      if (peer->error_kind == ErrorKind::kNone) repost(*peer, slot, true);
+      if (!peer->failure.failed()) repost(*peer, slot, true);
     }
     post_pending(*peer);
     return_credits(*peer);
@@ -265,7 +241,7 @@ void IbMesh::release_held() {
 
 void IbMesh::queue(Peer& peer, Outgoing message) {
   if (!peer.open && !message.overdraft) {
-    if (message.op) fail_op(message.op, peer.error_kind, peer.error);
+    if (message.op) fail_op(message.op, peer.failure);
     return;
   }
   peer.pending.push_back(std::move(message));
@@ -306,8 +282,7 @@ void IbMesh::post_send_slot(Peer& peer, int slot, size_t bytes) {
 }
 
 bool IbMesh::post_one(Peer& peer, Outgoing& message) {
-  if (!message.overdraft && (peer.error_kind != ErrorKind::kNone || credits(peer) <= 0))
-    return false;
+  if (!message.overdraft && (peer.failure.failed() || credits(peer) <= 0)) return false;
   int send_depth = slots_ + kExtraSendWr;
   if (message.write) {
     const OpPtr& op = message.op;
@@ -315,7 +290,7 @@ bool IbMesh::post_one(Peer& peer, Outgoing& message) {
     if (peer.send_queue_used + static_cast<int>(chunks) > send_depth) return false;
     uint32_t lkey = 0;
     try {
-      lkey = op->memory_->mr()->lkey;
+      lkey = registration(*op)->lkey;
     } catch (const Error& e) {
       // The receiver waits for this write: tell it the send is off instead.
       uint64_t recv_id = message.header.c;
@@ -334,7 +309,7 @@ bool IbMesh::post_one(Peer& peer, Outgoing& message) {
                   lkey};
       ibv_send_wr wr{};
       ibv_send_wr* bad = nullptr;
-      wr.wr_id = wr_id(last ? kWriteWr : kWriteChunkWr, peer.rank, op->id_);
+      wr.wr_id = wr_id(last ? kWriteWr : kWriteChunkWr, peer.rank, static_cast<uint32_t>(op->id_));
       wr.sg_list = &sge;
       wr.num_sge = 1;
       wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
@@ -374,7 +349,7 @@ bool IbMesh::post_one(Peer& peer, Outgoing& message) {
 }
 
 void IbMesh::return_credits(Peer& peer) {
-  if (peer.error_kind != ErrorKind::kNone || !peer.open) return;
+  if (peer.failure.failed() || !peer.open) return;
   if (static_cast<int32_t>(peer.reposted - peer.advertised) < tuning_.depth / 2) return;
   if (peer.free_send_slots.empty() || peer.send_queue_used >= slots_ + kExtraSendWr) return;
   int slot = peer.free_send_slots.back();
@@ -385,78 +360,40 @@ void IbMesh::return_credits(Peer& peer) {
   post_send_slot(peer, slot, wire::kHeaderBytes);
 }
 
-OpPtr IbMesh::match_posted(int peer, uint64_t tag) {
-  auto found = posted_.find(tag);
-  if (found == posted_.end()) return nullptr;
-  auto& ops = found->second;
-  for (auto it = ops.begin(); it != ops.end(); ++it) {
-    if (contains((*it)->peers_, peer)) {
-      OpPtr op = *it;
-      ops.erase(it);
-      if (ops.empty()) posted_.erase(found);
-      op->source_ = peer;
-      return op;
-    }
-  }
-  return nullptr;
+void IbMesh::send_eager(const OpPtr& op) {
+  Outgoing message;
+  message.header = {wire::Type::kEager, 0, op->tag_, op->bytes_, 0};
+  message.op = op;
+  queue(*peers_[op->peers_[0]], std::move(message));
 }
 
-static std::string mismatch_text(const IbMesh& mesh, int peer, uint64_t tag, size_t posted,
-                                 uint64_t sent) {
-  return "size mismatch: rank " + std::to_string(mesh.rank()) + " posted a receive of " +
-         std::to_string(posted) + " bytes for tag " + std::to_string(tag) + " from " +
-         mesh.describe_peer(peer) + ", which sent " + std::to_string(sent) +
-         " bytes; both ranks must agree on the message size";
+void IbMesh::send_ready_to_send(const Op& op) {
+  queue_control(*peers_[op.peers_[0]], wire::Type::kReadyToSend, op.tag_, op.bytes_, op.id_);
 }
 
-void IbMesh::mismatch(Peer& peer, const OpPtr& op, uint64_t sent) {
-  std::string text = mismatch_text(*this, peer.rank, op->tag_, op->bytes_, sent);
-  fail_op(op, ErrorKind::kMismatch, text);
-  if (peer.error_kind != ErrorKind::kNone) return;
-  LOG_WARN("ibverbs", text);
-  Outgoing notice;
-  notice.header = {wire::Type::kMismatch, 0, op->tag_, op->bytes_, sent};
-  notice.overdraft = true;
-  queue(peer, std::move(notice));
-  fail_pair(peer, ErrorKind::kMismatch, text, /*keep_qp=*/true);
-}
-
-void IbMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
-  Peer& peer = *peers_[message.peer];
-  op->source_ = message.peer;
-  if (message.length != op->bytes_) {
-    mismatch(peer, op, message.length);
-  } else if (message.rendezvous) {
-    clear_to_send(peer, op, message.send_id);
-  } else {
-    if (message.length > 0) std::memcpy(op->data_, message.payload.data(), message.length);
-    complete(op);
-  }
-  if (!message.rendezvous) {
-    unexpected_bytes_ -= message.length;
-    release_held();
-  }
-}
-
-void IbMesh::clear_to_send(Peer& peer, const OpPtr& op, uint64_t send_id) {
-  if (!peer.open) {
-    fail_op(op, peer.error_kind, peer.error);
-    return;
-  }
+// The receiver registers its buffer only now, when a sender is about to write into it.
+void IbMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
   uint32_t rkey = 0;
   try {
-    rkey = op->memory_->mr()->rkey;
+    rkey = registration(*op)->rkey;
   } catch (const Error& e) {
     fail_op(op, ErrorKind::kConnection, e.what());
-    lose_pair(peer, e.what());
+    lose_pair(*peers_[peer], e.what());
     return;
   }
-  op->id_ = next_id_++;
-  if (next_id_ == 0) next_id_ = 1;
-  op->source_ = peer.rank;
-  awaiting_data_[op->id_] = op;
-  queue_control(peer, wire::Type::kClearToSend, send_id, reinterpret_cast<uintptr_t>(op->data_),
-                op->id_ | (uint64_t{rkey} << 32));
+  queue_control(*peers_[peer], wire::Type::kClearToSend, send_id,
+                reinterpret_cast<uintptr_t>(op->data_), op->id_ | (uint64_t{rkey} << 32));
+}
+
+// The notice goes out even without a credit (overdraft): the pair closes right after, and the
+// queue pair stays up long enough to carry it.
+void IbMesh::send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
+                                     const std::string& text) {
+  Outgoing notice;
+  notice.header = {wire::Type::kMismatch, 0, op.tag_, op.bytes_, sent};
+  notice.overdraft = true;
+  queue(*peers_[peer], std::move(notice));
+  fail_pair(*peers_[peer], ErrorKind::kMismatch, text, /*keep_qp=*/true);
 }
 
 }  // namespace gloo_lite::ibverbs

@@ -26,7 +26,7 @@ void encode(const Header& header, uint8_t* out) {
 }
 
 bool decode(const uint8_t* in, Header* header) {
-  if (in[1] != kMarker || in[0] < 1 || in[0] > 7) return false;
+  if (in[1] != kMarker || in[0] < 1 || in[0] > 9) return false;
   header->type = static_cast<Type>(in[0]);
   header->credits = static_cast<uint32_t>(get(in + 4, 4));
   header->a = get(in + 8, 8);

@@ -12,13 +12,15 @@ constexpr size_t kHeaderBytes = 32;
 constexpr uint8_t kMarker = 0xB5;
 
 enum class Type : uint8_t {
-  kEager = 1,          // a = tag, b = length; payload follows
-  kReadyToSend = 2,    // a = tag, b = length, c = send id
-  kClearToSend = 3,    // a = send id, b = remote address, c = recv id | rkey << 32
-  kSendCancelled = 4,  // a = recv id
-  kMismatch = 5,       // a = tag, b = bytes posted, c = bytes sent
-  kCredit = 6,         // nothing but the credit field; does not use a credit itself
-  kHello = 7,          // a = context id, b = src rank | dst rank << 32, c = size
+  kEager = 1,             // a = tag, b = length; payload follows
+  kReadyToSend = 2,       // a = tag, b = length, c = send id
+  kClearToSend = 3,       // a = send id, b = remote address, c = recv id | rkey << 32
+  kSendCancelled = 4,     // a = recv id
+  kMismatch = 5,          // a = tag, b = bytes posted, c = bytes sent
+  kCredit = 6,            // nothing but the credit field; does not use a credit itself
+  kHello = 7,             // a = context id, b = src rank | dst rank << 32, c = size
+  kCancelReceive = 8,     // a = recv id: that receive is cancelled, write nothing more into it
+  kReceiveCancelled = 9,  // a = recv id: the answer, sent after every write into it
 };
 
 struct Header {

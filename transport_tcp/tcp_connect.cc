@@ -209,7 +209,7 @@ void TcpMesh::close_all(bool goodbye) {
   if (goodbye) {
     // A context that failed closes with its failure, not a goodbye: a peer still waiting on
     // this rank then learns the root cause (say, which rank died) instead of "closed".
-    std::string reason = mesh_error_kind_ == ErrorKind::kNone ? "" : mesh_error_;
+    std::string reason = mesh_failure().message;
     for (auto& pair : pairs_) {
       if (!pair || !pair->open_) continue;
       if (reason.empty()) {
@@ -237,8 +237,7 @@ void TcpMesh::close_all(bool goodbye) {
     read_pair(*pair);  // consume what already arrived, so close() does not reset the peer
     if (pair->open_) {
       pair->open_ = false;
-      pair->error_kind_ = ErrorKind::kConnection;
-      pair->error_ = message;
+      pair->failure_ = {ErrorKind::kConnection, message};
       ::shutdown(pair->fd_.get(), SHUT_WR);
     }
   }

@@ -33,7 +33,8 @@ void TcpMesh::update_interest(Pair& pair) {
   // A driven pair's socket is served by the waiting caller, reads and writes alike.
   bool loop_reads = pair.rx_state_ != RxState::kBlocked && !pair.driven_;
   bool loop_writes = !pair.out_.empty() && !pair.driven_;
-  if (pair.driven_ && !pair.out_.empty()) wake_driver();  // it must now poll for writability
+  if (pair.driven_ && !pair.out_.empty())
+    wake_polling_waiter();  // it must now poll for writability
   uint32_t wanted = (loop_reads ? uint32_t{EPOLLIN} : 0u) | (loop_writes ? uint32_t{EPOLLOUT} : 0u);
   if (wanted != pair.interest_) {
     loop_->modify(pair.fd_.get(), wanted, &pair);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <thread>
 
 #include "gloo_lite/base/error.h"
 #include "test/transport/harness.h"
@@ -105,6 +107,56 @@ TEST(Faults, TimedOutReceiveNoLongerTouchesItsBuffer) {
     context.recv(0, second.data(), second.size(), 6);
     EXPECT_EQ(second, data);
     EXPECT_EQ(first, std::vector<uint8_t>(5000, 0xAB));
+  }));
+}
+
+// Whether process `pid` is stopped (state T in /proc/PID/stat).
+bool is_stopped(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t name_end = line.rfind(')');
+  return name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'T';
+}
+
+// A receive that times out while its large message is on the way (the sender stops right after
+// announcing it, so clear-to-send is given but nothing is delivered) is cancelled without
+// breaking the pair: the buffer no longer changes once the wait has thrown, the sender's send
+// completes (the message went to the cancelled receive), and the next message goes through.
+TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
+  constexpr size_t kBytes = 1 << 20;  // a rendezvous on every transport
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    if (context.rank() == 0) {
+      int pid = getpid();
+      context.send(1, &pid, sizeof(pid), 1);
+      std::vector<uint8_t> data(kBytes, 0x5A);
+      auto memory = mesh.register_memory(data.data(), data.size());
+      auto request = mesh.send(1, 2, *memory, 0, kBytes);
+      raise(SIGSTOP);  // rank 1 continues us after its receive has timed out
+      mesh.wait({request}, context.deadline());
+      int token = 7;
+      context.send(1, &token, sizeof(token), 3);
+      return;
+    }
+    int pid = 0;
+    context.recv(0, &pid, sizeof(pid), 1);
+    while (!is_stopped(pid)) usleep(1000);  // its ready-to-send is on the way by then
+    std::thread resume([pid] {
+      usleep(1000000);
+      kill(pid, SIGCONT);
+    });
+    std::vector<uint8_t> buffer(kBytes, 0xAB);
+    auto memory = mesh.register_memory(buffer.data(), buffer.size());
+    auto request = mesh.recv(0, 2, *memory, 0, kBytes);
+    EXPECT_THROW(mesh.wait({request}, Deadline::after(std::chrono::milliseconds(500))),
+                 TimeoutError);
+    std::vector<uint8_t> at_cancel = buffer;
+    int token = 0;
+    context.recv(0, &token, sizeof(token), 3);
+    resume.join();
+    EXPECT_EQ(token, 7);
+    EXPECT_TRUE(buffer == at_cancel) << "the buffer was written after its receive was cancelled";
   }));
 }
 

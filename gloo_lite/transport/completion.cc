@@ -1,0 +1,166 @@
+// The end of a request: completion, failure (of one op, of a peer's ops, of the whole mesh),
+// cancel, and the rule that ends a wait. Shared by every transport; see matching.h.
+#include <algorithm>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/transport/matching.h"
+
+namespace gloo_lite::transport {
+
+void throw_error(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::kTimeout:
+      throw TimeoutError(message);
+    case ErrorKind::kMismatch:
+      throw MismatchError(message);
+    case ErrorKind::kInvalid:
+      throw InvalidArgument(message);
+    case ErrorKind::kConnection:
+    case ErrorKind::kNone:
+      break;
+  }
+  throw ConnectionError(message);
+}
+
+bool Op::test() {
+  std::lock_guard<std::mutex> lock(mesh_->mutex_);
+  if (status_ == Status::kPending) mesh_->make_progress();
+  if (status_ == Status::kPending) return false;
+  if (status_ == Status::kDone) return true;
+  throw_error(failure_.kind, failure_.message);
+}
+
+void MatchingMesh::complete(const OpPtr& op) {
+  if (op->status_ != Op::Status::kPending) return;
+  op->status_ = Op::Status::kDone;
+  completed_.notify_all();
+  wake_polling_waiter();
+}
+
+void MatchingMesh::fail_op(const OpPtr& op, ErrorKind kind, const std::string& message) {
+  if (op->status_ != Op::Status::kPending) return;
+  op->status_ = Op::Status::kFailed;
+  op->failure_ = {kind, message};
+  completed_.notify_all();
+  wake_polling_waiter();
+}
+
+void MatchingMesh::fail_operations_of_peer(int peer, ErrorKind kind, const std::string& message) {
+  auto fail_where = [&](std::unordered_map<uint64_t, OpPtr>& ops, bool by_source) {
+    for (auto it = ops.begin(); it != ops.end();) {
+      if ((by_source ? it->second->source_ : it->second->peers_[0]) == peer) {
+        fail_op(it->second, kind, message);
+        it = ops.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  fail_where(awaiting_clearance_, /*by_source=*/false);
+  fail_where(awaiting_data_, /*by_source=*/true);
+  for (auto& [tag, ops] : posted_) {
+    for (auto it = ops.begin(); it != ops.end();) {
+      bool alive = false;
+      for (int candidate : (*it)->peers_) alive = alive || peer_open(candidate);
+      if (alive) {
+        ++it;
+      } else {
+        fail_op(*it, kind, message);
+        it = ops.erase(it);
+      }
+    }
+  }
+  // Announced large messages can no longer be fetched; eager payloads stay deliverable.
+  for (auto& [tag, messages] : unexpected_) {
+    messages.erase(std::remove_if(messages.begin(), messages.end(),
+                                  [&](const std::unique_ptr<Unexpected>& m) {
+                                    return m->peer == peer && m->rendezvous;
+                                  }),
+                   messages.end());
+  }
+}
+
+void MatchingMesh::fail_all_operations(ErrorKind kind, const std::string& message) {
+  if (!mesh_failure_.failed()) mesh_failure_ = {kind, message};
+  for (auto& [tag, ops] : posted_) {
+    for (auto& op : ops) fail_op(op, kind, message);
+  }
+  posted_.clear();
+  for (auto* ops : {&awaiting_clearance_, &awaiting_data_}) {
+    for (auto& [id, op] : *ops) fail_op(op, kind, message);
+    ops->clear();
+  }
+}
+
+std::string MatchingMesh::describe_op(const Op& op) const {
+  std::string text = op.kind_ == Op::Kind::kSend ? "send to " : "receive from ";
+  if (op.peers_.size() == 1) {
+    text += describe_peer(op.peers_[0]);
+  } else {
+    text += "any of ranks {";
+    for (size_t i = 0; i < op.peers_.size(); ++i) {
+      text += (i ? "," : "") + std::to_string(op.peers_[i]);
+    }
+    text += "}";
+  }
+  return text + " (tag " + std::to_string(op.tag_) + ", " + std::to_string(op.bytes_) + " bytes)";
+}
+
+bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadline& deadline) {
+  const Op* failed = nullptr;
+  bool all_done = true;
+  for (const auto& request : requests) {
+    const Op& op = static_cast<const Op&>(*request);
+    if (op.status_ == Op::Status::kPending) all_done = false;
+    if (op.status_ == Op::Status::kFailed || op.status_ == Op::Status::kCancelled) {
+      if (failed == nullptr) failed = &op;
+    }
+  }
+  if (failed != nullptr) {
+    // Leave nothing in flight on the caller's buffers once the exception reaches it.
+    for (const auto& request : requests) cancel_locked(std::static_pointer_cast<Op>(request));
+    if (failed->status_ == Op::Status::kCancelled) {
+      throw Error("wait: " + describe_op(*failed) + " was cancelled");
+    }
+    throw_error(failed->failure_.kind, failed->failure_.message);
+  }
+  if (all_done) return true;
+  if (!deadline.expired()) return false;
+  std::string late;
+  for (const auto& request : requests) {
+    auto op = std::static_pointer_cast<Op>(request);
+    if (op->status_ != Op::Status::kPending) continue;
+    late += (late.empty() ? "" : "; ") + describe_op(*op);
+    cancel_locked(op);
+  }
+  throw TimeoutError("rank " + std::to_string(rank_) + " timed out waiting for: " + late +
+                     ". The peer may be stuck, slow, or waiting for something else; raise "
+                     "the timeout (GLOO_LITE_TIMEOUT_MS) if it is only slow");
+}
+
+void MatchingMesh::cancel(const RequestPtr& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cancel_locked(std::static_pointer_cast<Op>(request))) completed_.notify_all();
+}
+
+bool MatchingMesh::cancel_locked(const OpPtr& op) {
+  if (op->status_ != Op::Status::kPending) return false;
+  bool cleared = false;
+  if (op->kind_ == Op::Kind::kRecv) {
+    auto found = posted_.find(op->tag_);
+    if (found != posted_.end()) {
+      found->second.remove(op);
+      if (found->second.empty()) posted_.erase(found);
+    }
+    cleared = op->id_ != 0 && awaiting_data_.erase(op->id_) > 0;
+  } else if (op->id_ != 0) {
+    awaiting_clearance_.erase(op->id_);
+  }
+  // Cancelled before the wire lets go of it, so that a pair the wire closes for this op
+  // (verbs) does not report it as failed.
+  op->status_ = Op::Status::kCancelled;
+  cancel_on_wire(op, cleared);
+  return true;
+}
+
+}  // namespace gloo_lite::transport

@@ -1,0 +1,148 @@
+// Internal to the transports: the transport-independent half of a mesh, shared by TCP and
+// ibverbs so that both keep the contract of docs/transport.md in one place:
+//  - receives posted per tag in posting order, each naming one peer or a set (receive from
+//    any); messages match them per (peer, tag) and never overtake;
+//  - the unexpected queue (eager payloads and rendezvous announcements that found no receive)
+//    and its byte bound;
+//  - the rendezvous bookkeeping: sends awaiting clear-to-send and receives awaiting their data,
+//    by id;
+//  - completion, failure and cancel of requests, and the end-of-wait rule (first failure,
+//    or TimeoutError naming the late peers).
+// A transport derives from MatchingMesh, moves the bytes (sockets, queue pairs) and calls
+// back into it when a message arrives; the hooks at the bottom are what it must provide.
+// Everything here runs under mutex_, except where a comment says otherwise.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gloo_lite/transport/op.h"
+#include "gloo_lite/transport/transport.h"
+
+namespace gloo_lite::transport {
+
+class MatchingMesh : public Mesh {
+ public:
+  // `log_subsystem` names the transport in warnings ("tcp", "ibverbs").
+  MatchingMesh(int rank, int size, const char* log_subsystem);
+
+  int rank() const final { return rank_; }
+  int size() const final { return size_; }
+  // Posting takes the mutex; the transport's send_* hooks then run under it.
+  RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes) final;
+  RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory, size_t offset,
+                  size_t bytes) final;
+  void cancel(const RequestPtr& request) final;
+
+  // One mutex guards all matching state and the transport's own; completions wake waiters
+  // through one condition variable.
+  std::mutex mutex_;
+  std::condition_variable completed_;
+
+ protected:
+  friend class Op;
+
+  // --- for the transport's wait loop ---
+  // True when every request is done. Otherwise throws, having cancelled what is still pending
+  // (so no buffer stays in use once the exception reaches the caller): the first failure, or
+  // at the deadline a TimeoutError listing each late operation. False: keep waiting.
+  bool finished(const std::vector<RequestPtr>& requests, const Deadline& deadline);
+
+  // --- for the transport's receive path ---
+  // The oldest posted receive for `tag` that accepts `peer`, removed and bound to that peer.
+  OpPtr match_posted(int peer, uint64_t tag);
+  // An announced large message: accepted (clear-to-send), refused (size), or queued.
+  void on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id);
+  // The sender awaiting clear-to-send under `send_id`, removed; nullptr if it was cancelled.
+  OpPtr take_send_awaiting_clearance(uint64_t send_id);
+  // The receive awaiting data under `recv_id`, removed; nullptr if it was cancelled.
+  OpPtr take_receive_awaiting_data(uint64_t recv_id);
+  bool receive_awaiting_data_from(int peer) const;
+  // The sender took back a message this rank had matched.
+  void on_send_cancelled(int peer, uint64_t recv_id);
+  // Whether an eager payload of `bytes` may join the unexpected queue now. When not, the
+  // transport stops taking messages from that peer until resume_held_messages().
+  bool unexpected_has_room(uint64_t bytes) const {
+    return unexpected_bytes_ == 0 || unexpected_bytes_ + bytes <= unexpected_limit_;
+  }
+  // An eager message of `length` bytes, counted against the bound; the caller fills payload.
+  std::unique_ptr<Unexpected> new_unexpected(int peer, uint64_t length);
+  void queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> message);
+  // Hands a queued message to a receive that just matched it.
+  void deliver_unexpected(const OpPtr& op, Unexpected& message);
+  // Both ends of a size mismatch fail: the receive and the pair now, the sender when the
+  // notice arrives. Nothing is written to the receive buffer.
+  void reject_size(int peer, const OpPtr& op, uint64_t sent);
+  std::string sender_mismatch_text(int peer, uint64_t tag, uint64_t posted, uint64_t sent) const;
+
+  // --- completion and failure ---
+  void complete(const OpPtr& op);
+  void fail_op(const OpPtr& op, ErrorKind kind, const std::string& message);
+  void fail_op(const OpPtr& op, const Failure& failure) {
+    fail_op(op, failure.kind, failure.message);
+  }
+  // A pair has just closed (peer_open() is false): fails what waits on that peer, and the
+  // receives that no live peer can match any more. Eager data that already arrived from the
+  // peer stays deliverable.
+  void fail_operations_of_peer(int peer, ErrorKind kind, const std::string& message);
+  // The whole mesh is broken: remembers why (the first reason wins), so that later requests
+  // fail at once, and fails every request the matching state holds.
+  void fail_all_operations(ErrorKind kind, const std::string& message);
+  const Failure& mesh_failure() const { return mesh_failure_; }
+  bool cancel_locked(const OpPtr& op);
+  std::string describe_op(const Op& op) const;
+
+  const int rank_;
+  const int size_;
+  size_t eager_bytes_ = 0;       // larger messages, and device memory, go by rendezvous
+  size_t unexpected_limit_ = 0;  // bytes of unexpected eager payloads per mesh
+
+  // --- what the transport provides (called under mutex_) ---
+  virtual bool peer_open(int peer) const = 0;
+  virtual const Failure& peer_failure(int peer) const = 0;
+  // Sends op's payload inline; the transport completes op once its buffer is free again.
+  virtual void send_eager(const OpPtr& op) = 0;
+  // Announces op (op->id_ is set) to its peer: ready-to-send(tag, bytes, id).
+  virtual void send_ready_to_send(const Op& op) = 0;
+  // Tells the sender of `send_id` to go ahead into op's buffer (op->id_ is the recv id).
+  virtual void send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) = 0;
+  // Sends the mismatch notice (tag, posted, sent) and closes the pair with `text`.
+  virtual void send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
+                                       const std::string& text) = 0;
+  // Room appeared in the unexpected queue: take in what was held back.
+  virtual void resume_held_messages() = 0;
+  // op was cancelled: the wire must no longer read or write its buffer once this returns.
+  // `cleared`: a receive had already given clear-to-send, so its sender may be delivering.
+  // May let go of mutex_ while it waits for the peer (ibverbs), so callers keep no iterator
+  // into matching state across it.
+  virtual void cancel_on_wire(const OpPtr& op, bool cleared) = 0;
+  // Op::test() on a pending op: complete what already arrived, without blocking.
+  virtual void make_progress() {}
+  // A request completed or failed and completed_ was notified; a transport whose waiters
+  // may sleep elsewhere (TCP's caller-driven poll) wakes them here.
+  virtual void wake_polling_waiter() {}
+
+ private:
+  void check_peer(const char* what, int peer) const;
+  uint64_t next_id();
+  // Lets the sender of `send_id` deliver into op's buffer.
+  void clear_to_send(int peer, const OpPtr& op, uint64_t send_id);
+
+  const char* log_subsystem_;
+  uint32_t last_id_ = 0;  // ids fit 32 bits: verbs carries a recv id as immediate data
+  std::unordered_map<uint64_t, std::list<OpPtr>> posted_;  // receives by tag, posting order
+  std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;  // by tag
+  size_t unexpected_bytes_ = 0;
+  std::unordered_map<uint64_t, OpPtr> awaiting_clearance_;  // sends, by send id
+  std::unordered_map<uint64_t, OpPtr> awaiting_data_;       // receives, by recv id
+  Failure mesh_failure_;
+};
+
+}  // namespace gloo_lite::transport
