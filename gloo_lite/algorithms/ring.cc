@@ -70,6 +70,21 @@ size_t chunk_elements(const Call& call, size_t block_elements, size_t max_chunks
   return std::max(floor, (block_elements + max_chunks - 1) / max_chunks);
 }
 
+size_t chunk_count(const Call& call, size_t block_elements, size_t max_chunks = kLoopChunks) {
+  size_t per = chunk_elements(call, block_elements, max_chunks);
+  return std::max<size_t>(1, (block_elements + per - 1) / per);
+}
+
+// Messages of the ring loop: every rank sends each step's block, in chunks. Blocks differ by at
+// most an element for allreduce; for the v-variants the average block stands in.
+double loop_messages(const Call& call, int steps, size_t block_elements) {
+  return steps * static_cast<double>(chunk_count(call, block_elements));
+}
+size_t average_block(const Call& call) {
+  return call.blocks.empty() ? call.count / call.size
+                             : call.total_bytes() / call.element / call.size;
+}
+
 // Chunks of a block, at least one (an empty block still sends one empty message, which keeps
 // both neighbours' message sequences identical without special cases).
 std::vector<Range> chunks_of(const Call& call, Range block, size_t max_chunks = kLoopChunks) {
@@ -160,6 +175,9 @@ double allreduce_cost(const Call& call, const CostModel& m) {
   double n = call.bytes(call.count);
   return 2 * (p - 1) * m.alpha + 2 * (p - 1) / p * n * m.beta + (p - 1) / p * n * m.gamma;
 }
+double allreduce_messages(const Call& call) {
+  return loop_messages(call, 2 * (call.size - 1), call.count / call.size);
+}
 void allreduce_run(const Call& call) {
   RingPlan plan;
   plan.reduce_steps = call.size - 1;
@@ -177,6 +195,9 @@ double reduce_scatter_cost(const Call& call, const CostModel& m) {
   double p = call.size;
   double n = call.total_bytes();
   return (p - 1) * m.alpha + (p - 1) / p * n * (m.beta + m.gamma);
+}
+double block_messages(const Call& call) {
+  return loop_messages(call, call.size - 1, average_block(call));
 }
 void reduce_scatter_run(const Call& call) {
   RingPlan plan;
@@ -211,6 +232,11 @@ double broadcast_cost(const Call& call, const CostModel& m) {
   double steps = call.size - 2 + chunks;
   return steps * m.alpha + (n + (call.size - 2) * chunk) * m.beta;
 }
+// Every rank but the last of the chain forwards every chunk.
+double broadcast_messages(const Call& call) {
+  double p = call.size;
+  return (p - 1) / p * chunk_count(call, call.count, kUnlimitedChunks);
+}
 void broadcast_run(const Call& call) {
   int p = call.size;
   int v = mod(call.rank - call.root, p);
@@ -241,10 +267,11 @@ bool always(const Call&) { return true; }
 
 std::vector<Algorithm> ring_algorithms() {
   return {
-      {"ring", Collective::kAllreduce, always, allreduce_cost, allreduce_run},
-      {"ring", Collective::kReduceScatter, always, reduce_scatter_cost, reduce_scatter_run},
-      {"ring", Collective::kAllgather, always, allgather_cost, allgather_run},
-      {"ring", Collective::kBroadcast, always, broadcast_cost, broadcast_run},
+      {"ring", Collective::kAllreduce, always, allreduce_cost, allreduce_messages, allreduce_run},
+      {"ring", Collective::kReduceScatter, always, reduce_scatter_cost, block_messages,
+       reduce_scatter_run},
+      {"ring", Collective::kAllgather, always, allgather_cost, block_messages, allgather_run},
+      {"ring", Collective::kBroadcast, always, broadcast_cost, broadcast_messages, broadcast_run},
   };
 }
 
