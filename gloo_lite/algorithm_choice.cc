@@ -54,6 +54,7 @@ std::string chosen_algorithm(Context& context, const std::string& collective, si
   call.mesh = &context.mesh();
   call.rank = context.rank();
   call.size = context.size();
+  call.ranks_per_core = context.ranks_per_core();
   call.collective = collective_by_name(collective);
   call.type = type;
   call.element = element_size(type);

@@ -34,6 +34,7 @@ Call describe(Context& context, Collective collective, DataType type, ReduceOp o
   call.mesh = &context.mesh();
   call.rank = context.rank();
   call.size = context.size();
+  call.ranks_per_core = context.ranks_per_core();
   call.collective = collective;
   call.type = type;
   call.element = element_size(type);

@@ -10,11 +10,29 @@
 
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
 #include "rendezvous/stores.h"
 
 namespace gloo_lite {
 namespace {
+
+// Ranks per usable CPU on the most crowded host: ranks are grouped by host identity and each
+// group's CPU masks merged (ranks bound to different cores of one host do not share them).
+double busiest_host_load(const std::vector<std::string>& hosts,
+                         const std::vector<std::string>& masks) {
+  std::map<std::string, std::pair<int, std::string>> by_host;  // ranks, merged mask
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    auto& [ranks, mask] = by_host[hosts[r]];
+    ranks += 1;
+    mask = merge_cpu_masks(mask, masks[r]);
+  }
+  double load = 0;
+  for (const auto& [host, group] : by_host) {
+    load = std::max(load, double(group.first) / std::max(1, count_cpus(group.second)));
+  }
+  return load;
+}
 
 uint64_t random_context_id() {
   std::random_device device;
@@ -100,7 +118,12 @@ void Context::connect() {
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
   // from a read it makes anyway: one set and P-1 gets per rank.
   uint64_t context_id = rank_ == 0 ? random_context_id() : 0;
-  store_->set(address_key(rank_), to_bytes(std::to_string(context_id) + " " + mesh_->address()));
+  // The host and CPU mask ride along too, so that every rank derives the same host load for
+  // the tuner (ranks_per_core) from the same P records.
+  const std::string host = host_identity();
+  const std::string cpus = usable_cpu_mask();
+  store_->set(address_key(rank_), to_bytes(std::to_string(context_id) + " " + mesh_->address() +
+                                           " " + host + " " + cpus));
   std::vector<std::string> keys;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer != rank_) keys.push_back(address_key(peer));
@@ -115,14 +138,19 @@ void Context::connect() {
                        "); are all ranks started with the same store and size?");
   }
   std::vector<std::string> addresses(size_);
+  std::vector<std::string> hosts(size_);
+  std::vector<std::string> masks(size_);
   addresses[rank_] = mesh_->address();
+  hosts[rank_] = host;
+  masks[rank_] = cpus;
   for (size_t i = 0; i < keys.size(); ++i) {
     int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank_ ? 1 : 0);
     std::istringstream record(to_string(values[i]));
     uint64_t id = 0;
-    record >> id >> addresses[peer];
+    record >> id >> addresses[peer] >> hosts[peer] >> masks[peer];
     if (peer == 0) context_id = id;
   }
+  ranks_per_core_ = busiest_host_load(hosts, masks);
   mesh_->connect(addresses, context_id, deadline);
   LOG_DEBUG("context", "rank " << rank_ << " of " << size_ << " connected on " << device_->name());
 }

@@ -39,6 +39,10 @@ class Context : public std::enable_shared_from_this<Context> {
   const std::shared_ptr<Store>& store() const { return store_; }
   const std::shared_ptr<transport::Device>& device() const { return device_; }
 
+  // Ranks of this context per usable CPU on its most crowded host (2.0 for 8 ranks on a
+  // 4-core machine), the same on every rank. The tuner charges each message's CPU time against
+  // it: where ranks outnumber cores, algorithms that send fewer messages win.
+  double ranks_per_core() const { return ranks_per_core_; }
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
   // Collective over this context; O(P) store operations per rank.
@@ -80,6 +84,7 @@ class Context : public std::enable_shared_from_this<Context> {
   ContextOptions options_;
   std::unique_ptr<transport::Mesh> mesh_;
   uint64_t split_count_ = 0;
+  double ranks_per_core_ = 0;  // set by connect(); stays 0 for a single rank (nothing to tune)
 
   struct TagState;
   std::mutex tags_mutex_;

@@ -55,10 +55,14 @@ double cost_allgather(const Call& call, const CostModel& model) {
          (p - 1) / p * static_cast<double>(call.total_bytes()) * model.beta;
 }
 
+// One message per step and rank.
+double messages_allgather(const Call& call) { return ceil_log2(call.size); }
+
 }  // namespace
 
 std::vector<Algorithm> bruck_algorithms() {
-  return {{"bruck", Collective::kAllgather, supports_any, cost_allgather, run_allgather}};
+  return {{"bruck", Collective::kAllgather, supports_any, cost_allgather, messages_allgather,
+           run_allgather}};
 }
 
 }  // namespace gloo_lite::algo

@@ -60,6 +60,8 @@ struct Call {
   transport::Memory* output_memory = nullptr;
   uint64_t tag = 0;
   Deadline deadline = Deadline::never();
+  // Ranks per CPU on the busiest host (Context::ranks_per_core), for the tuner's host term.
+  double ranks_per_core = 1;
 
   size_t bytes(size_t elements) const { return elements * element; }
   size_t total_bytes() const;  // bytes of the largest buffer this rank handles

@@ -201,19 +201,25 @@ double cost_broadcast(const Call& call, const CostModel& m) {
 // barrier: P-1 steps, nothing on the wire.
 double cost_barrier(const Call& call, const CostModel& m) { return steps(call) * m.alpha; }
 
+// Messages: every rank sends to every peer, except in the rooted collectives, where only the
+// root talks to the others and each of them once.
+double to_every_peer(const Call& call) { return call.size - 1.0; }
+double one_per_rank(const Call& call) { return (call.size - 1.0) / call.size; }
+
 }  // namespace
 
 std::vector<Algorithm> direct_algorithms() {
   return {
-      {"direct", Collective::kAllreduce, supports_allreduce, cost_allreduce, run_allreduce},
+      {"direct", Collective::kAllreduce, supports_allreduce, cost_allreduce, to_every_peer,
+       run_allreduce},
       {"direct", Collective::kReduceScatter, supports_reduce_scatter, cost_reduce_scatter,
-       run_reduce_scatter},
-      {"direct", Collective::kAllgather, supports_any, cost_blocks, run_allgather},
-      {"direct", Collective::kGather, supports_any, cost_blocks, run_gather},
-      {"direct", Collective::kScatter, supports_any, cost_blocks, run_scatter},
-      {"direct", Collective::kBroadcast, supports_any, cost_broadcast, run_broadcast},
-      {"direct", Collective::kAlltoall, supports_any, cost_blocks, run_alltoall},
-      {"direct", Collective::kBarrier, supports_any, cost_barrier, run_barrier},
+       to_every_peer, run_reduce_scatter},
+      {"direct", Collective::kAllgather, supports_any, cost_blocks, to_every_peer, run_allgather},
+      {"direct", Collective::kGather, supports_any, cost_blocks, one_per_rank, run_gather},
+      {"direct", Collective::kScatter, supports_any, cost_blocks, one_per_rank, run_scatter},
+      {"direct", Collective::kBroadcast, supports_any, cost_broadcast, one_per_rank, run_broadcast},
+      {"direct", Collective::kAlltoall, supports_any, cost_blocks, to_every_peer, run_alltoall},
+      {"direct", Collective::kBarrier, supports_any, cost_barrier, to_every_peer, run_barrier},
   };
 }
 

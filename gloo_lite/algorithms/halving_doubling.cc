@@ -192,6 +192,19 @@ double recursive_doubling_cost(const Call& call, const CostModel& m) {
   return steps * (m.alpha + n * m.beta + n * m.gamma) + fold_cost(call, m);
 }
 
+// The p2 ranks of the power-of-two core send once per step; folding adds one message each way
+// per extra rank.
+double messages_with_fold(const Call& call, int steps_per_core_rank) {
+  Fold fold(call);
+  return (double(fold.p2) * steps_per_core_rank + 2.0 * fold.rem) / call.size;
+}
+double halving_doubling_messages(const Call& call) {
+  return messages_with_fold(call, 2 * ceil_log2(Fold(call).p2));
+}
+double recursive_doubling_messages(const Call& call) {
+  return messages_with_fold(call, ceil_log2(Fold(call).p2));
+}
+
 bool always(const Call&) { return true; }
 
 }  // namespace
@@ -199,9 +212,9 @@ bool always(const Call&) { return true; }
 std::vector<Algorithm> halving_doubling_algorithms() {
   return {
       {"halving_doubling", Collective::kAllreduce, always, halving_doubling_cost,
-       halving_doubling_run},
+       halving_doubling_messages, halving_doubling_run},
       {"recursive_doubling", Collective::kAllreduce, always, recursive_doubling_cost,
-       recursive_doubling_run},
+       recursive_doubling_messages, recursive_doubling_run},
   };
 }
 

@@ -32,10 +32,14 @@ double cost_alltoall(const Call& call, const CostModel& model) {
   return (p - 1) * model.alpha + (p - 1) / p * static_cast<double>(call.total_bytes()) * model.beta;
 }
 
+// One message to every peer.
+double messages_alltoall(const Call& call) { return call.size - 1.0; }
+
 }  // namespace
 
 std::vector<Algorithm> pairwise_algorithms() {
-  return {{"pairwise", Collective::kAlltoall, supports_any, cost_alltoall, run_alltoall}};
+  return {{"pairwise", Collective::kAlltoall, supports_any, cost_alltoall, messages_alltoall,
+           run_alltoall}};
 }
 
 }  // namespace gloo_lite::algo

@@ -1,5 +1,6 @@
 #include "gloo_lite/algorithms/registry.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -12,8 +13,15 @@ namespace gloo_lite::algo {
 const CostModel& CostModel::get() {
   static const CostModel model{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
                                1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
-                               1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9)};
+                               1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
+                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6};
   return model;
+}
+
+double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model) {
+  // Each core serves max(1, ranks per core) ranks, whose messages it handles one after another.
+  double host = algorithm.messages(call) * model.overhead * std::max(1.0, call.ranks_per_core);
+  return std::max(algorithm.cost(call, model), host);
 }
 
 const std::vector<Algorithm>& all_algorithms() {
@@ -111,7 +119,7 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
   double best_cost = std::numeric_limits<double>::infinity();
   for (const Algorithm& algorithm : all_algorithms()) {
     if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
-    double cost = algorithm.cost(call, CostModel::get());
+    double cost = estimate(algorithm, call, CostModel::get());
     // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
     if (cost < best_cost * (1 - 1e-9)) {
       best_cost = cost;

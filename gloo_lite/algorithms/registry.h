@@ -1,8 +1,10 @@
 // The algorithm registry and the tuner. Each algorithm family registers, per collective it
 // implements, a name, a `supports` predicate, a cost estimate from the latency-bandwidth model
 // (t = steps*alpha + bytes_on_wire*beta + bytes_reduced*gamma, as docs/algorithms.md derives for
-// each) and `run`. `auto` takes the cheapest supported algorithm; GLOO_LITE_ALGO or the call's
-// option names one instead.
+// each), the number of messages it sends and `run`. `auto` takes the supported algorithm with
+// the smallest estimate, the larger of the critical path (cost) and the host's CPU time
+// (messages * overhead * ranks per core): ranks that outnumber their cores wait for each other's
+// CPU time more than for the wire. GLOO_LITE_ALGO or the call's option names one instead.
 #pragma once
 
 #include <string>
@@ -13,10 +15,11 @@
 namespace gloo_lite::algo {
 
 struct CostModel {
-  double alpha;  // seconds per message step
-  double beta;   // seconds per byte on the wire
-  double gamma;  // seconds per byte of reduction input
-  // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS.
+  double alpha;         // seconds per message step
+  double beta;          // seconds per byte on the wire
+  double gamma;         // seconds per byte of reduction input
+  double overhead = 0;  // CPU seconds per message (send, receive, wake-up)
+  // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US.
   static const CostModel& get();
 };
 
@@ -24,9 +27,13 @@ struct Algorithm {
   const char* name;
   Collective collective;
   bool (*supports)(const Call& call);
-  double (*cost)(const Call& call, const CostModel& model);  // seconds
+  double (*cost)(const Call& call, const CostModel& model);  // seconds on the critical path
+  double (*messages)(const Call& call);  // messages a rank sends, averaged over the ranks
   void (*run)(const Call& call);
 };
+
+// The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds.
+double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model);
 
 // Every registered algorithm, in registry order.
 const std::vector<Algorithm>& all_algorithms();

@@ -1,5 +1,5 @@
-// Binomial-tree algorithms: broadcast, reduce, gather, scatter (any root) and allreduce as a tree
-// reduce to rank 0 followed by a tree broadcast from it.
+// Binomial-tree algorithms: broadcast, reduce, gather, scatter (any root), allreduce as a tree
+// reduce to rank 0 followed by a tree broadcast from it, and a gather-and-release barrier.
 //
 // The trees follow Thakur, Rabenseifner and Gropp, "Optimization of Collective Communication
 // Operations in MPICH" (IJHPCA 2005): ceil(log2 P) rounds, latency-optimal. Broadcast, reduce
@@ -286,6 +286,25 @@ void run_scatter(const Call& call) {
   step.wait();
 }
 
+// Barrier: zero-byte messages up the tree to rank 0 (each rank reports once its subtree has
+// arrived), then down from it. Twice the rounds of dissemination, but 2(P-1) messages instead
+// of P * ceil(log2 P): where ranks outnumber cores, CPU time per message is what counts.
+void run_barrier(const Call& call) {
+  BinomialTree tree(call.size, 0, call.rank);
+  Scratch empty(call, 0);  // zero-byte messages still need a registered region
+  Step step(call);
+  std::vector<int> children = tree.children();
+  for (int child : children) step.recv(tree.absolute(child), empty.memory(), 0, 0);
+  step.wait();
+  if (!tree.is_root()) {
+    step.recv(tree.parent(), empty.memory(), 0, 0);
+    step.send(tree.parent(), empty.memory(), 0, 0);
+    step.wait();
+  }
+  for (int child : children) step.send(tree.absolute(child), empty.memory(), 0, 0);
+  step.wait();
+}
+
 bool supports_any(const Call&) { return true; }
 
 double total_bytes(const Call& call) { return static_cast<double>(call.total_bytes()); }
@@ -319,15 +338,32 @@ double cost_blocks(const Call& call, const CostModel& model) {
   return ceil_log2(call.size) * model.alpha + (p - 1) / p * total_bytes(call) * model.beta;
 }
 
+// Barrier: h rounds up and h down, nothing on the wire.
+double cost_barrier(const Call& call, const CostModel& model) {
+  return 2 * ceil_log2(call.size) * model.alpha;
+}
+
+// Messages: every rank but the root receives each chunk once per phase (from its parent going
+// down, its subtree's partial result going up), so (P-1)/P * K per rank and phase.
+double per_rank(const Call& call) { return (call.size - 1.0) / call.size; }
+double messages_one_phase(const Call& call) {
+  return per_rank(call) * static_cast<double>(std::max<size_t>(1, chunking(call).chunks));
+}
+double messages_two_phases(const Call& call) { return 2 * messages_one_phase(call); }
+double messages_barrier(const Call& call) { return 2 * per_rank(call); }
+
 }  // namespace
 
 std::vector<Algorithm> tree_algorithms() {
   return {
-      {"tree", Collective::kBroadcast, supports_any, cost_broadcast, run_broadcast},
-      {"tree", Collective::kReduce, supports_any, cost_reduce, run_reduce},
-      {"tree", Collective::kAllreduce, supports_any, cost_allreduce, run_allreduce},
-      {"tree", Collective::kGather, supports_any, cost_blocks, run_gather},
-      {"tree", Collective::kScatter, supports_any, cost_blocks, run_scatter},
+      {"tree", Collective::kBroadcast, supports_any, cost_broadcast, messages_one_phase,
+       run_broadcast},
+      {"tree", Collective::kReduce, supports_any, cost_reduce, messages_one_phase, run_reduce},
+      {"tree", Collective::kAllreduce, supports_any, cost_allreduce, messages_two_phases,
+       run_allreduce},
+      {"tree", Collective::kGather, supports_any, cost_blocks, per_rank, run_gather},
+      {"tree", Collective::kScatter, supports_any, cost_blocks, per_rank, run_scatter},
+      {"tree", Collective::kBarrier, supports_any, cost_barrier, messages_barrier, run_barrier},
   };
 }
 

@@ -63,7 +63,13 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_CHECK", "0",
        "1: ranks compare each collective's fingerprint (collective, type, count, root, op) "
        "before moving data and raise MismatchError on disagreement"},
-      {"GLOO_LITE_ALPHA_US", "40", "Cost model: latency of one message step, microseconds"},
+      {"GLOO_LITE_ALPHA_US", "30", "Cost model: latency of one message step, microseconds"},
+      {"GLOO_LITE_OVERHEAD_US", "35",
+       "Cost model: CPU time one message costs its host (send, receive, wake-up), "
+       "microseconds; matters where ranks outnumber cores"},
+      {"GLOO_LITE_CORES", "0",
+       "CPUs per host the cost model assumes (0: those this process may run on, from its "
+       "affinity mask)"},
       {"GLOO_LITE_BETA_GBPS", "1.5", "Cost model: point-to-point bandwidth, GB/s"},
       {"GLOO_LITE_GAMMA_GBPS", "20",
        "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)"},

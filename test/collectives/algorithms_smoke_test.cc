@@ -18,6 +18,7 @@
 
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/base/host.h"
 #include "gloo_lite/collectives.h"
 #include "test/transport/harness.h"
 
@@ -336,7 +337,7 @@ INSTANTIATE_TEST_SUITE_P(
     Families, AlgorithmSmoke,
     ::testing::Combine(::testing::Values("tree/broadcast", "tree/reduce", "tree/allreduce",
                                          "tree/gather", "tree/gatherv", "tree/scatter",
-                                         "tree/scatterv", "direct/allreduce",
+                                         "tree/scatterv", "tree/barrier", "direct/allreduce",
                                          "direct/reduce_scatter", "direct/reduce_scatterv",
                                          "direct/allgather", "direct/allgatherv", "direct/gather",
                                          "direct/gatherv", "direct/scatter", "direct/scatterv",
@@ -518,7 +519,92 @@ TEST(CostModel, MatchesDocumentedFormulas) {
   for (auto [p, rounds] : std::map<int, int>{{2, 1}, {5, 3}, {8, 3}, {9, 4}}) {
     expect_terms(terms(vector_call(Collective::kBarrier, p, 0), "dissemination"),
                  {double(rounds), 0, 0}, "dissemination barrier P=" + std::to_string(p));
+    expect_terms(terms(vector_call(Collective::kBarrier, p, 0), "tree"), {2.0 * rounds, 0, 0},
+                 "tree barrier P=" + std::to_string(p));
   }
+}
+
+// Messages a rank sends on average, as docs/algorithms.md counts them for the host term.
+double messages(const algo::Call& call, const char* name) {
+  const algo::Algorithm* algorithm = algo::find_algorithm(call.collective, name);
+  EXPECT_NE(algorithm, nullptr) << name << " " << algo::collective_name(call.collective);
+  return algorithm == nullptr ? -1 : algorithm->messages(call);
+}
+
+TEST(CostModel, CountsMessagesAsDocumented) {
+  using algo::Collective;
+  algo::Call small = vector_call(Collective::kAllreduce, 8, 2);
+  EXPECT_DOUBLE_EQ(messages(small, "recursive_doubling"), 3);
+  EXPECT_DOUBLE_EQ(messages(small, "halving_doubling"), 6);
+  EXPECT_DOUBLE_EQ(messages(small, "tree"), 2 * 7.0 / 8);
+  EXPECT_DOUBLE_EQ(messages(small, "ring"), 14);
+  EXPECT_DOUBLE_EQ(messages(small, "direct"), 7);
+  // P = 6 folds 2 extra ranks into a core of 4: 4 ranks x 2 steps + 2 x 2 fold messages.
+  EXPECT_DOUBLE_EQ(messages(vector_call(Collective::kAllreduce, 6, 2), "recursive_doubling"),
+                   (4 * 2 + 2 * 2) / 6.0);
+  // Ring allreduce of 64 MiB at P = 4: 16 MiB blocks in 8 chunks, 6 steps.
+  EXPECT_DOUBLE_EQ(messages(vector_call(Collective::kAllreduce, 4, 16 << 20), "ring"), 6 * 8);
+  // Tree broadcast of 4 MiB: 16 chunks of 256 KiB, each received once by every non-root rank.
+  EXPECT_DOUBLE_EQ(messages(vector_call(Collective::kBroadcast, 4, 1 << 20), "tree"), 3.0 / 4 * 16);
+  EXPECT_DOUBLE_EQ(messages(vector_call(Collective::kBarrier, 8, 0), "dissemination"), 3);
+  EXPECT_DOUBLE_EQ(messages(vector_call(Collective::kBarrier, 8, 0), "tree"), 2 * 7.0 / 8);
+  EXPECT_DOUBLE_EQ(messages(block_call(Collective::kAllgather, 8, 10), "bruck"), 3);
+}
+
+// The host term decides between algorithms of equal wire cost: with ranks crowding the cores,
+// the tree (2(P-1) messages in all) beats recursive doubling (P log2 P) for small vectors and
+// barriers; with a core per rank the shorter critical path wins again.
+TEST(CostModel, CrowdedHostsPreferFewerMessages) {
+  using algo::Collective;
+  const algo::CostModel model{30e-6, 1 / 1.5e9, 1 / 20e9, 35e-6};
+  auto cheapest = [&](algo::Call call, double ranks_per_core) {
+    call.ranks_per_core = ranks_per_core;
+    const algo::Algorithm* best = nullptr;
+    for (const algo::Algorithm& algorithm : algo::all_algorithms()) {
+      if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
+      if (best == nullptr ||
+          algo::estimate(algorithm, call, model) < algo::estimate(*best, call, model)) {
+        best = &algorithm;
+      }
+    }
+    return std::string(best ? best->name : "none");
+  };
+  EXPECT_EQ(cheapest(vector_call(Collective::kAllreduce, 8, 2), 4), "tree");
+  EXPECT_EQ(cheapest(vector_call(Collective::kAllreduce, 8, 2), 1), "recursive_doubling");
+  EXPECT_EQ(cheapest(vector_call(Collective::kAllreduce, 4, 2), 2), "tree");
+  EXPECT_EQ(cheapest(vector_call(Collective::kBarrier, 8, 0), 4), "tree");
+  EXPECT_EQ(cheapest(vector_call(Collective::kBarrier, 8, 0), 1), "dissemination");
+  // P = 2: direct and dissemination are the same single exchange; the earlier entry wins.
+  EXPECT_EQ(cheapest(vector_call(Collective::kBarrier, 2, 0), 1), "direct");
+  // Large vectors stay with the bandwidth-optimal algorithm however crowded the host.
+  EXPECT_EQ(cheapest(vector_call(Collective::kAllreduce, 8, 4 << 20), 4), "halving_doubling");
+}
+
+// CPU masks of ranks bound to different cores add up; shared cores count once.
+TEST(HostMask, MergesAndCounts) {
+  EXPECT_EQ(merge_cpu_masks("3", "c"), "f");
+  EXPECT_EQ(merge_cpu_masks("1", "100"), "101");
+  EXPECT_EQ(merge_cpu_masks("0", "0"), "0");
+  EXPECT_EQ(count_cpus("f"), 4);
+  EXPECT_EQ(count_cpus("101"), 2);
+  EXPECT_EQ(count_cpus(merge_cpu_masks("ff", "f0f")), 12);
+  EXPECT_GE(count_cpus(usable_cpu_mask()), 1);
+  setenv("GLOO_LITE_CORES", "6", 1);
+  EXPECT_EQ(usable_cpu_mask(), "3f");
+  unsetenv("GLOO_LITE_CORES");
+  EXPECT_EQ(host_identity().find(' '), std::string::npos);
+}
+
+// Every rank derives the same load from the published records: P threads of this process share
+// one host, and GLOO_LITE_CORES=2 stands in for its CPU mask.
+TEST(CostModel, ContextKnowsItsHostLoad) {
+  setenv("GLOO_LITE_CORES", "2", 1);
+  std::vector<double> seen(3, -1);
+  run_context_threads(
+      3, [&](Context& context) { seen[context.rank()] = context.ranks_per_core(); },
+      test_options());
+  unsetenv("GLOO_LITE_CORES");
+  for (double load : seen) EXPECT_DOUBLE_EQ(load, 1.5);
 }
 
 TEST(Supports, DirectScratchLimit) {
