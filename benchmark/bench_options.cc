@@ -31,7 +31,8 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
                            scatter, broadcast, alltoall, barrier, a comma list, or all
       --json FILE          also write every row as JSON (rank 0)
   -I, --per-iteration      time every iteration and print its p50 and p99 (max over ranks)
-  -t, --transport NAME     tcp (the only transport for now)
+  -t, --transport NAME     tcp or ibverbs (when built with libibverbs); sets GLOO_LITE_TRANSPORT
+                           for this run (default: GLOO_LITE_TRANSPORT, else tcp)
   -v, --verbose            progress on stderr even when it is not a terminal
   -h, --help               this text
 Sizes are bytes per rank buffer as in nccl-tests: for reduce_scatter, allgather, gather, scatter
@@ -125,7 +126,9 @@ void apply(Options& options, int flag, const char* value, const char* word) {
       break;
     case 't':
       options.transport = value;
-      if (options.transport != "tcp") usage_error("-t: only the tcp transport exists for now");
+      if (options.transport != "tcp" && options.transport != "ibverbs") {
+        usage_error("-t wants tcp or ibverbs, got '" + options.transport + "'");
+      }
       break;
     case 'I':
       options.per_iteration = true;

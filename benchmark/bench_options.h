@@ -25,7 +25,7 @@ struct Options {
   std::vector<std::string> collectives;  // --collective: a name, "all", or a comma list
   std::string json_path;                 // --json
   bool per_iteration = false;            // -I
-  std::string transport = "tcp";         // -t
+  std::string transport;                 // -t; empty: GLOO_LITE_TRANSPORT decides
   bool verbose = false;                  // -v
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "bench_report.h"
 #include "bench_sweep.h"
 #include "gloo_lite/algorithm_choice.h"
+#include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/bootstrap.h"
 
@@ -35,7 +37,7 @@ std::string host_name() {
 }
 
 // Rank 0 prints every rank's pid and host, as nccl-tests lists its devices.
-RunDescription describe_run(Context& context, const Options& options) {
+RunDescription describe_run(Context& context) {
   constexpr size_t kLine = 96;
   char mine[kLine] = {};
   std::snprintf(mine, sizeof(mine), "Pid %7d on %s", static_cast<int>(getpid()),
@@ -44,7 +46,7 @@ RunDescription describe_run(Context& context, const Options& options) {
   allgather(context, mine, lines.data(), kLine, DataType::kUint8, control_options());
   RunDescription run;
   run.version = GLOO_LITE_BENCH_VERSION;
-  run.transport = options.transport;
+  run.transport = knob_string("GLOO_LITE_TRANSPORT");  // what -t (or the environment) chose
   run.device = context.device()->name();
   run.host = host_name();
   run.ranks = context.size();
@@ -164,13 +166,15 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
 }
 
 int run(const Options& options) {
+  // -t is GLOO_LITE_TRANSPORT for this process: init_from_env() creates the device from it.
+  if (!options.transport.empty()) setenv("GLOO_LITE_TRANSPORT", options.transport.c_str(), 1);
   auto context = init_from_env();
   if (options.root >= context->size()) {
     throw InvalidArgument("-r " + std::to_string(options.root) +
                           ": the root must be a rank below " + std::to_string(context->size()));
   }
   std::vector<const CollectiveInfo*> collectives = selected_collectives(options);
-  RunDescription run = describe_run(*context, options);
+  RunDescription run = describe_run(*context);
   if (context->rank() == 0) print_run_header(run, options);
   // Allocated and touched once, for the largest size of every collective.
   Buffers buffers(options.max_bytes);
