@@ -49,9 +49,28 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroo
   fail "cannot mount the host's / over 9p"
 for dir in proc sys dev; do mount -o bind "/$dir" "/host/$dir" || fail "bind /$dir"; done
 mount -t devpts devpts /host/dev/pts
+# The checkout and the build folder must stay visible where they are, also when they live in
+# a folder that a tmpfs is about to cover (a CI clone in /tmp): hold them by bind mounts and put
+# them back on top of the tmpfs.
+kept=0
+for dir in "$GLOO_LITE_VM_REPO" "$GLOO_LITE_VM_BUILD"; do
+  kept=$((kept + 1))
+  mkdir -p "/kept/$kept"
+  mount -o bind "/host$dir" "/kept/$kept" || fail "bind $dir"
+done
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
+kept=0
+for dir in "$GLOO_LITE_VM_REPO" "$GLOO_LITE_VM_BUILD"; do
+  kept=$((kept + 1))
+  case $dir in
+    /tmp/* | /run/* | /dev/shm/*)
+      mkdir -p "/host$dir"
+      mount -o bind "/kept/$kept" "/host$dir" || fail "restore $dir"
+      ;;
+  esac
+done
 in_host() { timeout 30 chroot /host /usr/bin/env PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 
 # Soft-RoCE needs an Ethernet-like netdev with an address: a dummy interface (no NIC, nothing

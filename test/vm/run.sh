@@ -194,6 +194,7 @@ for value in "$build" "$steps" "$repo"; do
 done
 mkdir -p "$run/extra/etc"
 cat > "$run/extra/etc/vm.env" << EOF
+export GLOO_LITE_VM_REPO='$repo'
 export GLOO_LITE_VM_GUEST='$repo/test/ibverbs/guest.sh'
 export GLOO_LITE_VM_BUILD='$build'
 export GLOO_LITE_VM_STEPS='$steps'
