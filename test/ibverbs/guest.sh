@@ -9,7 +9,7 @@
 set -u
 BUILD=${GLOO_LITE_VM_BUILD:?the build folder}
 STEPS=${GLOO_LITE_VM_STEPS:-}
-[ -n "$STEPS" ] || STEPS="devinfo ibverbs transport matrix collectives bench"
+[ -n "$STEPS" ] || STEPS="devinfo ibverbs transport matrix smoke collectives bench"
 export GLOO_LITE_TEST_TRANSPORT=ibverbs GLOO_LITE_IB_DEVICE=rxe0 GLOO_LITE_LOG="${GLOO_LITE_LOG:-warn}"
 passed=0 failed=0
 
@@ -60,6 +60,9 @@ for s in $STEPS; do
     # Ranks as processes, each with its own verbs context: the process matrix (every collective
     # at P = 2, 3, 4, 8), invalid and mismatched arguments, two tagged streams, typed calls.
     collectives) step collectives 420 "$BUILD/test/collectives/collectives_tests" ;;
+    # Every algorithm of every family against the reference at P = 2, 3, 4, 5, 8 (ranks as
+    # threads), a 12 MB pipelined tree, the tuner's formulas.
+    smoke) step smoke 300 "$BUILD/test/collectives/algorithms_smoke_tests" ;;
     # Only the process matrix.
     processes) step processes 300 "$BUILD/test/collectives/collectives_tests" \
       --gtest_filter='Processes/CollectiveProcesses.*' ;;

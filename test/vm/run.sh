@@ -7,7 +7,7 @@
 # emulation (TCG: no KVM needed), creates a Soft-RoCE device rxe0 on a dummy interface, and runs
 # test/ibverbs/guest.sh chrooted into this host's / (shared read-only over virtio-9p), so the
 # binaries of BUILD_DIR (default: build, as scripts/build.sh makes it) run unchanged, on the
-# host's libraries. STEPs are guest.sh's: devinfo ibverbs transport matrix collectives bench
+# host's libraries. STEPs are guest.sh's: devinfo ibverbs transport matrix smoke collectives bench
 # (the default), also processes and matrix-all. The kernel and the initramfs are cached, keyed
 # by kernel package and version; a cached run needs no network.
 #
