@@ -234,7 +234,7 @@ void TcpMesh::close_all(bool goodbye) {
   fail_mesh(ErrorKind::kConnection, message);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_) continue;
-    read_pair(*pair);  // consume what already arrived, so close() does not reset the peer
+    read_pair(*pair, /*drain=*/true);  // consume what arrived, so close() does not reset the peer
     if (pair->open_) {
       pair->open_ = false;
       pair->failure_ = {ErrorKind::kConnection, message};

@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -18,6 +19,17 @@
 #include "gloo_lite/base/log.h"
 
 namespace gloo_lite::tcp {
+namespace {
+
+// The longest a pair stays parked before the event loop takes it back: the bound on how late a
+// message is read (a clear-to-send answered, an abort or a dead peer noticed) while no thread
+// waits on the mesh. The loop takes back pairs parked for at least half of it.
+constexpr std::chrono::microseconds kParkGrace{2000};
+// When the timer finds the mesh busy (a thread holds the mutex), it retries this much later
+// instead of queueing on the mutex behind that thread.
+constexpr std::chrono::microseconds kReclaimRetry{200};
+
+}  // namespace
 
 TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
                  const transport::MeshOptions& options)
@@ -32,11 +44,15 @@ TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
   listen_address_ = SocketAddress::local_of(listener_.get());
   driver_wake_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   spin_us_ = knob_int("GLOO_LITE_SPIN_US");
+  reclaim_timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  // Without the timer nothing could take parked pairs back: then pairs are never parked.
+  if (reclaim_timer_.valid()) loop_->add(reclaim_timer_.get(), EPOLLIN, &reclaimer_);
   pairs_.resize(static_cast<size_t>(size));
 }
 
 TcpMesh::~TcpMesh() {
   close_all(/*goodbye=*/true);
+  if (reclaim_timer_.valid()) loop_->remove(reclaim_timer_.get());
   for (auto& pair : pairs_) {
     if (pair && pair->fd_.valid()) loop_->remove(pair->fd_.get());
   }
@@ -63,12 +79,16 @@ std::unique_ptr<transport::Memory> TcpMesh::register_memory(void* data, size_t b
 
 void TcpMesh::wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
+  ++waiters_;
   std::vector<Pair*> driven;
-  // Hand the sockets back to the event loop however this wait ends.
+  // Park the sockets (or hand them back to the event loop) however this wait ends.
   struct Handback {
     TcpMesh* mesh;
     std::vector<Pair*>& driven;
-    ~Handback() { mesh->stop_driving(driven); }
+    ~Handback() {
+      --mesh->waiters_;
+      mesh->stop_driving(driven);
+    }
   } handback{this, driven};
   while (!finished(requests, deadline)) {
     if (drive(requests, deadline, lock, driven)) continue;
@@ -89,30 +109,51 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
   constexpr size_t kMaxDriven = 64;
   if (!driver_wake_.valid()) return false;
   if (driven.empty()) {
-    if (driver_active_) return false;
     for (const auto& request : requests) {
       const Op& op = static_cast<const Op&>(*request);
       if (op.status_ != Op::Status::kPending) continue;
       for (int peer : op.source_ >= 0 ? std::vector<int>{op.source_} : op.peers_) {
         Pair* pair = pairs_[peer].get();
-        if (!pair->open_ || pair->driven_ || pair->rx_state_ == RxState::kBlocked) continue;
+        if (!pair->open_ || pair->owner_ == Owner::kDriven) continue;
+        if (driver_active_) {
+          // Another thread drives: it serves its own pairs, the loop must serve ours.
+          if (pair->owner_ == Owner::kParked) unpark(*pair);
+          continue;
+        }
+        if (pair->rx_state_ == RxState::kBlocked) continue;
         if (driven.size() == kMaxDriven) break;
-        pair->driven_ = true;
-        update_interest(*pair);
+        bool from_loop = pair->owner_ == Owner::kLoop;
+        pair->owner_ = Owner::kDriven;
+        if (from_loop) update_interest(*pair);  // one epoll_ctl; a parked pair needs none
         driven.push_back(pair);
       }
     }
     if (driven.empty()) return false;
+    size_t needed = driven.size();
+    // Adopt every other parked pair too: a waiting thread serves them as the loop would
+    // (a clear-to-send, an abort, the next step's message), at no extra system call.
+    // Past kMaxDriven they go back to the loop: a later park must not postpone their reclaim.
+    for (auto& pair : pairs_) {
+      if (!pair || !pair->open_ || pair->owner_ != Owner::kParked) continue;
+      if (driven.size() == kMaxDriven) {
+        unpark(*pair);
+      } else {
+        pair->owner_ = Owner::kDriven;
+        driven.push_back(pair.get());
+      }
+    }
     driver_active_ = true;
     driver_thread_ = std::this_thread::get_id();
-    // Data may have arrived between the loop's last read and the hand-over.
-    for (Pair* pair : driven) read_pair(*pair);
+    // Read what already arrived before sleeping: one recv when the message is there.
+    for (size_t i = 0; i < needed; ++i) read_pair(*driven[i]);
     return true;
   }
   std::vector<pollfd> fds;
   fds.push_back({driver_wake_.get(), POLLIN, 0});
   for (Pair* pair : driven) {
-    short events = static_cast<short>(POLLIN | (pair->out_.empty() ? 0 : POLLOUT));
+    // A pair held back by a full unexpected queue is not read (polling it would spin).
+    short events = static_cast<short>((pair->rx_state_ == RxState::kBlocked ? 0 : POLLIN) |
+                                      (pair->out_.empty() ? 0 : POLLOUT));
     fds.push_back({pair->open_ ? pair->fd_.get() : -1, events, 0});
   }
   lock.unlock();
@@ -144,12 +185,84 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
 
 void TcpMesh::stop_driving(std::vector<Pair*>& driven) {
   if (driven.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  bool parked = false;
   for (Pair* pair : driven) {
-    pair->driven_ = false;
-    update_interest(*pair);
+    if (pair->owner_ != Owner::kDriven) continue;
+    if (reclaim_timer_.valid() && pair->open_ && pair->out_.empty() &&
+        pair->rx_state_ != RxState::kBlocked) {
+      // Keep it out of the loop's epoll set: the next wait adopts it as it is.
+      pair->owner_ = Owner::kParked;
+      pair->parked_at_ = now;
+      parked = true;
+    } else {
+      // Something to write, or held back: the loop serves it from now on.
+      pair->owner_ = Owner::kLoop;
+      update_interest(*pair);
+    }
   }
   driven.clear();
   driver_active_ = false;
+  // Push the timer out rather than let it fire: while waits follow each other it never wakes the
+  // loop, at one timerfd_settime per kParkGrace / 2. It fires kParkGrace after the last push;
+  // every pair parked before the push - kParkGrace / 2 is then reclaimed.
+  if (parked && (!reclaim_armed_ || now - reclaim_armed_at_ >= kParkGrace / 2)) {
+    reclaim_armed_at_ = now;
+    arm_reclaim(kParkGrace);
+  }
+  // Another thread waiting on this mesh sleeps on completed_: let it take over driving.
+  if (waiters_ > 0) completed_.notify_all();
+}
+
+void TcpMesh::unpark(Pair& pair) {
+  if (pair.owner_ != Owner::kParked) return;
+  pair.owner_ = Owner::kLoop;
+  update_interest(pair);
+}
+
+void TcpMesh::make_progress() {
+  for (auto& pair : pairs_) {
+    if (pair) unpark(*pair);
+  }
+}
+
+void TcpMesh::arm_reclaim(std::chrono::nanoseconds after) {
+  auto ns = std::max<int64_t>(after.count(), 1000);
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+  spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+  reclaim_armed_ = timerfd_settime(reclaim_timer_.get(), 0, &spec, nullptr) == 0;
+}
+
+void TcpMesh::reclaim_parked() {
+  uint64_t expirations = 0;
+  ssize_t ignored = ::read(reclaim_timer_.get(), &expirations, sizeof(expirations));
+  (void)ignored;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    // Busy: do not make the holder hand the mutex over to us (a futex wake on its path).
+    // reclaim_armed_ stays true, which it is again (only written under the mutex).
+    itimerspec spec{};
+    spec.it_value.tv_nsec = std::chrono::nanoseconds(kReclaimRetry).count();
+    timerfd_settime(reclaim_timer_.get(), 0, &spec, nullptr);
+    return;
+  }
+  reclaim_armed_ = false;
+  auto now = std::chrono::steady_clock::now();
+  auto next = std::chrono::steady_clock::duration::max();
+  for (auto& pair : pairs_) {
+    if (!pair || pair->owner_ != Owner::kParked) continue;
+    auto parked_for = now - pair->parked_at_;
+    if (!pair->open_ || parked_for >= kParkGrace / 2) {
+      unpark(*pair);  // the loop's epoll (level-triggered) reports what is already there
+    } else {
+      next = std::min<std::chrono::steady_clock::duration>(next, kParkGrace / 2 - parked_for);
+    }
+  }
+  if (next != std::chrono::steady_clock::duration::max()) {
+    reclaim_armed_at_ = now + next - kParkGrace;  // so that the next park pushes it out
+    arm_reclaim(next);
+  }
 }
 
 void TcpMesh::wake_polling_waiter() {

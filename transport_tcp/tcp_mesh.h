@@ -4,6 +4,7 @@
 // (inline sends, resumed reads, caller-driven progress in wait) and from the device's event loop.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -41,6 +42,13 @@ struct OutFrame {
 // The receive side of a pair: what the next bytes on the socket are for.
 enum class RxState { kHeader, kPayload, kBlocked };
 
+// Who reads and writes a pair's socket when it is ready (docs/transport.md, Progress).
+//  kLoop: the device's event loop (the socket is in its epoll set with interest_).
+//  kDriven: the waiting thread polls it itself (interest_ is 0).
+//  kParked: nobody for now. A wait ended; the next waiter adopts the pair as it is (no
+//    epoll_ctl), and the event loop takes it back within kParkGrace (2 ms) if nobody did.
+enum class Owner { kLoop, kDriven, kParked };
+
 class Pair : public EventHandler {
  public:
   Pair(TcpMesh* mesh, int peer) : mesh_(mesh), peer_(peer) {}
@@ -53,7 +61,8 @@ class Pair : public EventHandler {
   bool open_ = false;      // registered and healthy
   Failure failure_;        // why it closed
   uint32_t interest_ = 0;  // epoll mask currently set
-  bool driven_ = false;    // a waiting caller reads this socket itself (not the event loop)
+  Owner owner_ = Owner::kLoop;
+  std::chrono::steady_clock::time_point parked_at_;  // when owner_ became kParked
 
   // Outgoing.
   std::deque<OutFrame> out_;
@@ -91,7 +100,9 @@ class TcpMesh : public transport::MatchingMesh {
   std::string describe_peer(int peer) const override;  // "rank 3 (10.0.0.2:41000)"
 
   // --- used by Pair, with mutex_ held ---
-  void read_pair(Pair& pair);
+  // Reads and dispatches what the socket holds. Stops after a short read (the socket is then
+  // most likely empty; whoever watches it, loop or waiter, is level-triggered) unless `drain`.
+  void read_pair(Pair& pair, bool drain = false);
   void write_pair(Pair& pair);
 
  private:
@@ -131,8 +142,11 @@ class TcpMesh : public transport::MatchingMesh {
   std::vector<std::unique_ptr<Pair>> pairs_;
 
   // Caller-driven progress: one waiting thread at a time reads its pairs' sockets itself, and
-  // is woken through this eventfd when another thread completes one of its requests.
+  // is woken through this eventfd when another thread completes one of its requests. When its
+  // wait ends, its pairs stay parked (see Owner) so that back-to-back waits cost no epoll_ctl
+  // and do not wake the event loop; a timer on the loop reclaims pairs left parked.
   bool driver_active_ = false;
+  int waiters_ = 0;  // threads inside wait()
   int64_t spin_us_ = 0;
   std::thread::id driver_thread_;
   Fd driver_wake_;
@@ -142,6 +156,26 @@ class TcpMesh : public transport::MatchingMesh {
   bool drive(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
              std::unique_lock<std::mutex>& lock, std::vector<Pair*>& driven);
   void stop_driving(std::vector<Pair*>& driven);
+  // Gives a parked pair back to the event loop now.
+  void unpark(Pair& pair);
+  // Request::test() without a waiter: parked pairs go back to the loop, which serves them.
+  void make_progress() override;
+  // On the loop thread, when reclaim_timer_ fires: parked pairs past their grace go back to
+  // the loop; the timer is re-armed for the rest.
+  void reclaim_parked();
+  void arm_reclaim(std::chrono::nanoseconds after);
+  class Reclaimer : public EventHandler {
+   public:
+    explicit Reclaimer(TcpMesh* mesh) : mesh_(mesh) {}
+    void on_events(uint32_t /*events*/) override { mesh_->reclaim_parked(); }
+
+   private:
+    TcpMesh* mesh_;
+  };
+  Reclaimer reclaimer_{this};
+  Fd reclaim_timer_;  // timerfd in the event loop's epoll set
+  bool reclaim_armed_ = false;
+  std::chrono::steady_clock::time_point reclaim_armed_at_;  // fires kParkGrace after this
 
   bool closed_ = false;
 };

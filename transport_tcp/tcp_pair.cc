@@ -30,10 +30,16 @@ void Pair::on_events(uint32_t events) {
 
 void TcpMesh::update_interest(Pair& pair) {
   if (!pair.open_) return;
+  // A parked pair with something to write, or held back, goes back to the loop: nobody polls it.
+  if (pair.owner_ == Owner::kParked &&
+      (!pair.out_.empty() || pair.rx_state_ == RxState::kBlocked)) {
+    pair.owner_ = Owner::kLoop;
+  }
   // A driven pair's socket is served by the waiting caller, reads and writes alike.
-  bool loop_reads = pair.rx_state_ != RxState::kBlocked && !pair.driven_;
-  bool loop_writes = !pair.out_.empty() && !pair.driven_;
-  if (pair.driven_ && !pair.out_.empty())
+  bool loop_owned = pair.owner_ == Owner::kLoop;
+  bool loop_reads = pair.rx_state_ != RxState::kBlocked && loop_owned;
+  bool loop_writes = !pair.out_.empty() && loop_owned;
+  if (pair.owner_ == Owner::kDriven && !pair.out_.empty())
     wake_polling_waiter();  // it must now poll for writability
   uint32_t wanted = (loop_reads ? uint32_t{EPOLLIN} : 0u) | (loop_writes ? uint32_t{EPOLLOUT} : 0u);
   if (wanted != pair.interest_) {
@@ -42,8 +48,9 @@ void TcpMesh::update_interest(Pair& pair) {
   }
 }
 
-void TcpMesh::read_pair(Pair& pair) {
+void TcpMesh::read_pair(Pair& pair, bool drain) {
   if (pair.stage_.empty()) pair.stage_.resize(kStageBytes);
+  bool short_read = false;
   while (pair.open_) {
     // Consume what is staged.
     while (pair.open_ && pair.rx_state_ != RxState::kBlocked &&
@@ -71,12 +78,19 @@ void TcpMesh::read_pair(Pair& pair) {
       }
     }
     if (!pair.open_ || pair.rx_state_ == RxState::kBlocked) return;
+    // The last staged recv did not fill its buffer: the socket is most likely empty, and a
+    // second recv would only return EAGAIN. The loop's epoll and the waiter's poll are
+    // level-triggered, so whatever arrives meanwhile is reported again. (Direct reads of large
+    // payloads keep reading: on a busy stream the next recv usually finds more.)
+    if (short_read && !drain) return;
 
     ssize_t n;
+    size_t asked;
     bool direct = pair.rx_state_ == RxState::kPayload && pair.rx_target_ != nullptr &&
                   pair.rx_left_ >= kDirectReadMin && pair.stage_begin_ == pair.stage_end_;
     if (direct) {
-      n = ::recv(pair.fd_.get(), pair.rx_target_, pair.rx_left_, MSG_DONTWAIT);
+      asked = pair.rx_left_;
+      n = ::recv(pair.fd_.get(), pair.rx_target_, asked, MSG_DONTWAIT);
     } else {
       // Keep a partial header at the front so the staging buffer never overflows.
       size_t staged = pair.stage_end_ - pair.stage_begin_;
@@ -85,10 +99,11 @@ void TcpMesh::read_pair(Pair& pair) {
         pair.stage_begin_ = 0;
         pair.stage_end_ = staged;
       }
-      n = ::recv(pair.fd_.get(), &pair.stage_[pair.stage_end_], pair.stage_.size() - staged,
-                 MSG_DONTWAIT);
+      asked = pair.stage_.size() - staged;
+      n = ::recv(pair.fd_.get(), &pair.stage_[pair.stage_end_], asked, MSG_DONTWAIT);
     }
     if (n > 0) {
+      short_read = !direct && static_cast<size_t>(n) < asked;
       if (direct) {
         pair.rx_target_ += n;
         pair.rx_left_ -= static_cast<size_t>(n);
