@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "test/transport/harness.h"
 
@@ -13,6 +14,41 @@ namespace {
 
 constexpr size_t kLarge = 1 << 20;  // rendezvous
 constexpr size_t kSmall = 100;      // eager
+
+// Progress needs no waiting thread: after a wait, a rank's connections stay with it for a
+// moment (TCP: parked pairs) and must go back to the transport's own progress engine. Rank 0
+// posts a rendezvous send and then sleeps without waiting; rank 1's receive must still finish
+// well before rank 0 wakes, so rank 0's transport answered the handshake and wrote the data on
+// its own. Each round starts with a small exchange, which leaves rank 0's connection parked.
+TEST(Ordering, SenderThatDoesNotWaitStillDelivers) {
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    const size_t bytes = 4 << 20;
+    std::vector<uint8_t> data = make_pattern(0, 1, bytes, 7);
+    std::vector<uint8_t> in(bytes);
+    std::vector<uint8_t> token(8);
+    auto data_memory = mesh.register_memory(data.data(), bytes);
+    auto in_memory = mesh.register_memory(in.data(), bytes);
+    auto token_memory = mesh.register_memory(token.data(), token.size());
+    int peer = 1 - context.rank();
+    for (int round = 0; round < 3; ++round) {
+      mesh.wait({mesh.send(peer, 1, *token_memory, 0, 8), mesh.recv(peer, 1, *token_memory, 0, 8)},
+                context.deadline());
+      if (context.rank() == 0) {
+        auto pending = mesh.send(1, 2, *data_memory, 0, bytes);
+        usleep(600000);
+        mesh.wait({pending}, context.deadline());
+      } else {
+        std::fill(in.begin(), in.end(), 0);
+        auto start = std::chrono::steady_clock::now();
+        mesh.wait({mesh.recv(0, 2, *in_memory, 0, bytes)},
+                  Deadline::after(std::chrono::milliseconds(400)));
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
+        EXPECT_EQ(first_mismatch(in, 0, 1, 7), -1) << "round " << round;
+      }
+    }
+  }));
+}
 
 TEST(Ordering, ReceiveBeforeAndAfterSend) {
   expect_all_ok(run_context_processes(2, [](Context& context) {
