@@ -35,8 +35,8 @@ std::string centered(const std::string& text, size_t width) {
 void print_run_header(const RunDescription& run, const Options& options) {
   std::printf("# gloo_lite_bench: gloo_lite %s, nccl-tests conventions (GB = 1e9 B)\n",
               run.version.c_str());
-  std::printf("#  transport %s (%s)  P %d  host %s\n", run.transport.c_str(), run.device.c_str(),
-              run.ranks, run.host.c_str());
+  std::printf("#  transport %s (%s)  P %d  host %s  ranks per core %.2f\n", run.transport.c_str(),
+              run.device.c_str(), run.ranks, run.host.c_str(), run.ranks_per_core);
   std::string iterations =
       options.iterations > 0
           ? std::to_string(options.iterations)

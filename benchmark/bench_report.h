@@ -18,6 +18,7 @@ struct RunDescription {
   std::string device;     // the transport device's description
   std::string host;       // rank 0's host
   int ranks = 0;
+  double ranks_per_core = 0;            // on the busiest host, as the tuner sees it
   std::vector<std::string> rank_lines;  // "pid 123 on host", one per rank
 };
 

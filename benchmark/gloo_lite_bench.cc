@@ -50,6 +50,7 @@ RunDescription describe_run(Context& context) {
   run.device = context.device()->name();
   run.host = host_name();
   run.ranks = context.size();
+  run.ranks_per_core = context.ranks_per_core();
   for (int rank = 0; rank < context.size(); ++rank) {
     const char* line = lines.data() + rank * kLine;
     run.rank_lines.emplace_back(line, strnlen(line, kLine));
