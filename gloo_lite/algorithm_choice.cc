@@ -49,17 +49,7 @@ std::string chosen_algorithm(Context& context, const std::string& collective, si
                              DataType type, ReduceOp op, int root, const std::string& requested) {
   // The same description collectives.cc builds for the tuner, minus buffers, tag and deadline,
   // which no `supports` or `cost` reads.
-  algo::Call call;
-  call.context = &context;
-  call.mesh = &context.mesh();
-  call.rank = context.rank();
-  call.size = context.size();
-  call.ranks_per_core = context.ranks_per_core();
-  call.collective = collective_by_name(collective);
-  call.type = type;
-  call.element = element_size(type);
-  call.op = op;
-  call.root = root;
+  algo::Call call = algo::Call::on(context, collective_by_name(collective), type, op, root);
   if (call.collective == Collective::kBarrier) {
     call.type = DataType::kUint8;
     call.element = 1;

@@ -29,18 +29,8 @@ Call describe(Context& context, Collective collective, DataType type, ReduceOp o
   if (op == ReduceOp::kCustom && !options.custom) {
     throw InvalidArgument(std::string(name) + ": ReduceOp::kCustom needs options.custom");
   }
-  Call call;
-  call.context = &context;
-  call.mesh = &context.mesh();
-  call.rank = context.rank();
-  call.size = context.size();
-  call.ranks_per_core = context.ranks_per_core();
-  call.collective = collective;
-  call.type = type;
-  call.element = element_size(type);
-  call.op = op;
+  Call call = Call::on(context, collective, type, op, root);
   call.custom = op == ReduceOp::kCustom ? &options.custom : nullptr;
-  call.root = root;
   uint64_t sequence = context.next_sequence(options.tag);
   call.tag = (uint64_t{options.tag} << 48) | (sequence & kSequenceMask);
   call.deadline =

@@ -29,6 +29,21 @@ const char* collective_name(Collective collective) {
   return "?";
 }
 
+Call Call::on(Context& context, Collective collective, DataType type, ReduceOp op, int root) {
+  Call call;
+  call.context = &context;
+  call.mesh = &context.mesh();
+  call.rank = context.rank();
+  call.size = context.size();
+  call.ranks_per_core = context.ranks_per_core();
+  call.collective = collective;
+  call.type = type;
+  call.element = element_size(type);
+  call.op = op;
+  call.root = root;
+  return call;
+}
+
 size_t Call::total_bytes() const {
   size_t elements = count;
   elements = std::max(elements, std::accumulate(blocks.begin(), blocks.end(), size_t{0}));

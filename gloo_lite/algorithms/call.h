@@ -63,6 +63,10 @@ struct Call {
   // Ranks per CPU on the busiest host (Context::ranks_per_core), for the tuner's host term.
   double ranks_per_core = 1;
 
+  // What every call on `context` shares, the part the tuner reads: context, ranks, host load,
+  // collective, type, op and root. Buffers, counts, tag and deadline are the caller's to fill.
+  static Call on(Context& context, Collective collective, DataType type, ReduceOp op, int root);
+
   size_t bytes(size_t elements) const { return elements * element; }
   size_t total_bytes() const;  // bytes of the largest buffer this rank handles
   // Reduction helpers bound to this call's type and op.
