@@ -7,9 +7,11 @@
 #include <numeric>
 
 #include "gloo_lite/algorithms/registry.h"
+#include "gloo_lite/argument_checks.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/collective_failure.h"
 #include "gloo_lite/fingerprint.h"
 
 namespace gloo_lite {
@@ -18,6 +20,9 @@ namespace {
 using algo::Call;
 using algo::Collective;
 
+// Validates what every collective shares (root, custom op) and fills the tuner-visible part of
+// the call. The stream turn, sequence number and deadline come later, in run(), once every
+// argument has been checked: an invalid call consumes nothing.
 Call describe(Context& context, Collective collective, DataType type, ReduceOp op, int root,
               const CollectiveOptions& options) {
   const char* name = algo::collective_name(collective);
@@ -31,22 +36,23 @@ Call describe(Context& context, Collective collective, DataType type, ReduceOp o
   }
   Call call = Call::on(context, collective, type, op, root);
   call.custom = op == ReduceOp::kCustom ? &options.custom : nullptr;
-  uint64_t sequence = context.next_sequence(options.tag);
-  call.tag = (uint64_t{options.tag} << 48) | (sequence & kSequenceMask);
-  call.deadline =
-      Deadline::after(options.timeout.count() > 0 ? options.timeout : context.timeout());
   return call;
 }
 
-void set_blocks(Call& call, const std::vector<size_t>& blocks, const char* what) {
+// Per-rank blocks and their offsets; returns their sum, checked for overflow (elements and
+// bytes) so that no offset derived from them can wrap.
+size_t set_blocks(Call& call, const std::vector<size_t>& blocks, const char* what) {
+  const char* name = algo::collective_name(call.collective);
   if (static_cast<int>(blocks.size()) != call.size) {
-    throw InvalidArgument(std::string(algo::collective_name(call.collective)) + ": " + what +
-                          " has " + std::to_string(blocks.size()) + " entries for " +
+    throw InvalidArgument(std::string(name) + ": " + what + " has " +
+                          std::to_string(blocks.size()) + " entries for " +
                           std::to_string(call.size) + " ranks");
   }
+  size_t total = checked_total(name, blocks, call.element, what);
   call.blocks = blocks;
   call.offsets.assign(blocks.size(), 0);
   std::partial_sum(blocks.begin(), blocks.end() - 1, call.offsets.begin() + 1);
+  return total;
 }
 
 void require_buffer(const Call& call, const void* pointer, size_t elements, const char* what) {
@@ -57,39 +63,66 @@ void require_buffer(const Call& call, const void* pointer, size_t elements, cons
   }
 }
 
-// Registers the buffers, checks, runs. `input_elements`/`output_elements` size the regions.
-void run(Call& call, const void* input, size_t input_elements, void* output, size_t output_elements,
-         const CollectiveOptions& options) {
-  require_buffer(call, input, input_elements, "the input buffer");
-  require_buffer(call, output, output_elements, "the output buffer");
-  const algo::Algorithm& algorithm = algo::choose_algorithm(call, options.algorithm);
-  static const bool check_from_env = knob_bool("GLOO_LITE_CHECK");  // read once, not per call
-  if (options.check || check_from_env) {
-    check_fingerprints(call, algorithm.name);
+bool reduces(Collective collective) {
+  return collective == Collective::kAllreduce || collective == Collective::kReduce ||
+         collective == Collective::kReduceScatter;
+}
+bool rooted(Collective collective) {
+  return collective == Collective::kReduce || collective == Collective::kGather ||
+         collective == Collective::kScatter || collective == Collective::kBroadcast;
+}
+
+FlightRecorder::Call record_of(const Call& call, const char* algorithm) {
+  FlightRecorder::Call record;
+  record.collective = algo::collective_name(call.collective);
+  bool moves_data = call.collective != Collective::kBarrier;
+  record.type = moves_data ? type_name(call.type) : "-";
+  record.op = reduces(call.collective) ? op_name(call.op) : nullptr;
+  record.root = rooted(call.collective) ? call.root : -1;
+  record.elements = moves_data ? call.total_bytes() / call.element : 0;
+  record.algorithm = algorithm;
+  return record;
+}
+
+std::string exception_text(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
   }
-  // alltoallv's counts are per rank, so only the others can be known empty everywhere.
-  bool empty_everywhere = call.collective != Collective::kBarrier &&
-                          call.collective != Collective::kAlltoall && call.total_bytes() == 0;
-  if (call.size == 1 || empty_everywhere) {
-    // One rank, or nothing to move: the result is the input.
-    if (output != nullptr && input != nullptr && output != input) {
-      std::memmove(output, input, call.bytes(std::min(input_elements, output_elements)));
-    }
-    return;
+}
+
+// The in-place forms besides input == output (MPI_IN_PLACE at the root): gather's input already
+// sits at the root's block of the output, scatter's output at the root's block of the input.
+bool own_block_in_place(const Call& call, const void* input, const void* output) {
+  if (call.offsets.empty() || input == nullptr || output == nullptr) return false;
+  size_t own = call.bytes(call.offsets[call.rank]);
+  if (call.collective == Collective::kGather) {
+    return input == static_cast<const uint8_t*>(output) + own;
   }
+  if (call.collective == Collective::kScatter) {
+    return output == static_cast<const uint8_t*>(input) + own;
+  }
+  return false;
+}
+
+// Registers the buffers and runs the algorithm.
+void run_algorithm(Call& call, const algo::Algorithm& algorithm, const void* input,
+                   size_t input_bytes, void* output, size_t output_bytes) {
   auto& mesh = *call.mesh;
-  // Both regions always exist (empty for a null buffer), so that algorithms may post the empty
-  // messages that keep their sequences regular without special cases.
-  // In place, one region serves both roles and must span the larger (reduce_scatter's input,
-  // scatter's full buffer at the root).
-  size_t output_span =
-      input == output ? std::max(input_elements, output_elements) : output_elements;
+  // Both regions always exist (empty for a null buffer), so that algorithms may post the
+  // empty messages that keep their sequences regular without special cases.
+  // In place, one region serves both roles and must span the larger (reduce_scatter's
+  // input, scatter's full buffer at the root).
+  size_t output_span = input == output ? std::max(input_bytes, output_bytes) : output_bytes;
   std::unique_ptr<transport::Memory> output_memory =
-      mesh.register_memory(output, output == nullptr ? 0 : call.bytes(output_span));
+      mesh.register_memory(output, output == nullptr ? 0 : output_span);
   std::unique_ptr<transport::Memory> input_memory;
   if (input != output) {
-    input_memory = mesh.register_memory(const_cast<void*>(input),
-                                        input == nullptr ? 0 : call.bytes(input_elements));
+    input_memory =
+        mesh.register_memory(const_cast<void*>(input), input == nullptr ? 0 : input_bytes);
   }
   call.input = static_cast<const uint8_t*>(input);
   call.output = static_cast<uint8_t*>(output);
@@ -98,6 +131,72 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
   LOG_TRACE("coll", algo::collective_name(call.collective)
                         << " with " << algorithm.name << ", " << call.total_bytes() << " bytes");
   algorithm.run(call);
+}
+
+// Checks the buffers, takes the stream's turn, registers the buffers, checks across ranks when
+// asked, runs the algorithm, and turns any failure into the context's (collective_failure.h).
+// `input_elements`/`output_elements` size the regions.
+void run(Call& call, const void* input, size_t input_elements, void* output, size_t output_elements,
+         const CollectiveOptions& options) {
+  const char* name = algo::collective_name(call.collective);
+  Context& context = *call.context;
+  require_buffer(call, input, input_elements, "the input buffer");
+  require_buffer(call, output, output_elements, "the output buffer");
+  size_t input_bytes = checked_bytes(name, input_elements, call.element, "the input");
+  size_t output_bytes = checked_bytes(name, output_elements, call.element, "the output");
+  if (!own_block_in_place(call, input, output)) {
+    check_overlap(name, input, input_bytes, "input", output, output_bytes, "output");
+  }
+  const algo::Algorithm& algorithm = algo::choose_algorithm(call, options.algorithm);
+  std::string failure = context.failure();
+  if (!failure.empty()) {
+    throw ConnectionError(std::string(name) + " on rank " + std::to_string(call.rank) +
+                          ": this context failed earlier (" + failure +
+                          "); create a new context to go on");
+  }
+
+  Context::StreamTurn turn(context, options.tag, name);
+  call.tag = (uint64_t{options.tag} << 48) | (turn.sequence() & kSequenceMask);
+  const std::chrono::milliseconds timeout =
+      options.timeout.count() > 0 ? options.timeout : context.timeout();
+  call.deadline = Deadline::after(timeout);
+  FlightRecorder::Call record = record_of(call, algorithm.name);
+  FlightRecorder& recorder = context.flight_recorder();
+  uint64_t entry = recorder.start(turn.sequence(), options.tag, record);
+  auto fail = [&](std::exception_ptr error) {
+    recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
+    std::string what = std::string(name) + " #" + std::to_string(turn.sequence()) + " on tag " +
+                       std::to_string(options.tag) + " (" + FlightRecorder::describe(record) + ")";
+    fail_collective({&context, what, options.tag, turn.sequence(), timeout}, error);
+  };
+  static const bool check_from_env = knob_bool("GLOO_LITE_CHECK");  // read once, not per call
+  if (options.check || check_from_env) {
+    try {
+      check_fingerprints(call, algorithm.name);
+    } catch (const MismatchError& error) {
+      // Every rank found the same disagreement before any data moved: the context is intact.
+      recorder.finish(entry, FlightRecorder::State::kFailed, error.what());
+      throw;
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
+  try {
+    // alltoallv's counts are per rank, so only the others can be known empty everywhere.
+    bool empty_everywhere = call.collective != Collective::kBarrier &&
+                            call.collective != Collective::kAlltoall && call.total_bytes() == 0;
+    if (call.size == 1 || empty_everywhere) {
+      // One rank, or nothing to move: the result is the input.
+      if (output != nullptr && input != nullptr && output != input) {
+        std::memmove(output, input, std::min(input_bytes, output_bytes));
+      }
+    } else {
+      run_algorithm(call, algorithm, input, input_bytes, output, output_bytes);
+    }
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  context.flight_recorder().finish(entry, FlightRecorder::State::kDone);
 }
 
 }  // namespace
@@ -123,8 +222,7 @@ void reduce_scatterv(Context& context, const void* input, void* output,
                      const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
                      const CollectiveOptions& options) {
   Call call = describe(context, Collective::kReduceScatter, type, op, 0, options);
-  set_blocks(call, recv_counts, "recv_counts");
-  size_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+  size_t total = set_blocks(call, recv_counts, "recv_counts");
   size_t mine = recv_counts[context.rank()];
   run(call, input, total, output, mine, options);
   if (op == ReduceOp::kAvg) finish_average(output, mine, type, context.size());
@@ -140,14 +238,17 @@ void allgatherv(Context& context, const void* input, void* output,
                 const std::vector<size_t>& counts, DataType type,
                 const CollectiveOptions& options) {
   Call call = describe(context, Collective::kAllgather, type, ReduceOp::kSum, 0, options);
-  set_blocks(call, counts, "counts");
-  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  size_t total = set_blocks(call, counts, "counts");
   size_t mine = counts[context.rank()];
   // In place when the input already sits at this rank's block of the output.
   require_buffer(call, input, mine, "the input buffer");
   require_buffer(call, output, total, "the output buffer");
   const uint8_t* own = static_cast<const uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
   if (input == own) input = output;
+  if (input != output) {
+    check_overlap("allgather", input, call.bytes(mine), "input", output, call.bytes(total),
+                  "output");
+  }
   if (input != output && mine > 0) {
     // Our own block: the one copy an out-of-place allgather needs.
     std::memcpy(const_cast<uint8_t*>(own), input, call.bytes(mine));
@@ -163,8 +264,7 @@ void allgather(Context& context, const void* input, void* output, size_t count, 
 void gatherv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
              DataType type, int root, const CollectiveOptions& options) {
   Call call = describe(context, Collective::kGather, type, ReduceOp::kSum, root, options);
-  set_blocks(call, counts, "counts");
-  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
   run(call, input, counts[context.rank()], is_root ? output : nullptr, is_root ? total : 0,
       options);
@@ -178,8 +278,7 @@ void gather(Context& context, const void* input, void* output, size_t count, Dat
 void scatterv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
               DataType type, int root, const CollectiveOptions& options) {
   Call call = describe(context, Collective::kScatter, type, ReduceOp::kSum, root, options);
-  set_blocks(call, counts, "counts");
-  size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
   run(call, is_root ? input : nullptr, is_root ? total : 0, output, counts[context.rank()],
       options);
@@ -209,8 +308,8 @@ void alltoallv(Context& context, const void* input, const std::vector<size_t>& s
   call.recv_blocks = recv_counts;
   call.recv_offsets.assign(recv_counts.size(), 0);
   std::partial_sum(recv_counts.begin(), recv_counts.end() - 1, call.recv_offsets.begin() + 1);
-  size_t sent = std::accumulate(send_counts.begin(), send_counts.end(), size_t{0});
-  size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+  size_t sent = checked_total("alltoallv", send_counts, call.element, "send_counts");
+  size_t received = checked_total("alltoallv", recv_counts, call.element, "recv_counts");
   if (input == output && input != nullptr) {
     throw InvalidArgument("alltoall(v): input and output must be different buffers");
   }

@@ -12,6 +12,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/collectives.h"
 #include "rendezvous/stores.h"
 
 namespace gloo_lite {
@@ -42,7 +43,45 @@ uint64_t random_context_id() {
   return id == 0 ? 1 : id;
 }
 
-std::string address_key(int rank) { return "gloo_lite/addr/" + std::to_string(rank); }
+// Per-rank count of contexts created on a store: the k-th context of every rank meets under
+// gloo_lite/ctx/<k>/. A counter in the store (not in the process) so that a restarted process
+// continues where its predecessor stopped.
+std::string generation_key(int rank) { return "gloo_lite/generation/" + std::to_string(rank); }
+
+std::string hex(uint64_t value) {
+  std::ostringstream out;
+  out << std::hex << value;
+  return out.str();
+}
+
+std::string address_key_name(int rank) { return "addr/" + std::to_string(rank); }
+
+// After a rendezvous timeout: the ranks whose context count differs from ours (they created
+// more or fewer contexts on this store: a previous job on the same prefix, or a rank that
+// skipped a Context::create), as " ranks 2 (at context 3), ...", or "" when all agree.
+std::string generation_disagreements(Store& store, int rank, int size, uint64_t generation) {
+  std::string out;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    std::string key = generation_key(peer);
+    try {
+      if (!store.check({key})) {
+        out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
+               " (no context yet)";
+        continue;
+      }
+      uint64_t theirs =
+          std::stoull(to_string(store.get(key, Deadline::after(std::chrono::milliseconds(200)))));
+      if (theirs != generation) {
+        out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
+               " (at context " + std::to_string(theirs) + ")";
+      }
+    } catch (const std::exception&) {
+      return "";  // the store cannot tell; the caller's message stands
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -68,7 +107,8 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
       rank_(rank),
       size_(size),
       device_(std::move(device)),
-      options_(options) {}
+      options_(options),
+      recorder_(static_cast<size_t>(knob_int("GLOO_LITE_FLIGHT_RECORDS"))) {}
 
 struct Context::TagState {
   struct FreeDeleter {
@@ -78,6 +118,9 @@ struct Context::TagState {
   size_t scratch_bytes = 0;
   std::unique_ptr<transport::Memory> scratch_memory;
   uint64_t sequence = 0;
+  // The collective holding this stream's turn (nullptr: none) and its sequence number.
+  const char* running = nullptr;
+  uint64_t running_sequence = 0;
 };
 
 Context::~Context() {
@@ -109,12 +152,69 @@ Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
   return {state.scratch.get(), state.scratch_memory.get()};
 }
 
-uint64_t Context::next_sequence(uint16_t tag) { return tag_state(tag).sequence++; }
+Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* collective)
+    : context_(context), tag_(tag) {
+  std::string clash;
+  {
+    std::lock_guard<std::mutex> lock(context.tags_mutex_);
+    auto& state = context.tags_[tag];
+    if (!state) state = std::make_unique<TagState>();
+    if (state->running == nullptr) {
+      state->running = collective;
+      state->running_sequence = sequence_ = state->sequence++;
+      return;
+    }
+    clash = std::string(collective) + " on rank " + std::to_string(context.rank_) +
+            " started on tag " + std::to_string(tag) + " while " + state->running + " #" +
+            std::to_string(state->running_sequence) +
+            " was still running on that tag in another thread: collectives with one tag are "
+            "one ordered stream and must be called one at a time, in the same order on every "
+            "rank; give each thread its own CollectiveOptions::tag";
+  }
+  context.fail(clash);
+  throw InvalidArgument(clash);
+}
+
+Context::StreamTurn::~StreamTurn() {
+  std::lock_guard<std::mutex> lock(context_.tags_mutex_);
+  context_.tags_[tag_]->running = nullptr;
+}
+
+std::string Context::describe() const {
+  return "context " + hex(context_id_) + " (rank " + std::to_string(rank_) + " of " +
+         std::to_string(size_) + ")";
+}
+
+std::string Context::store_key(const std::string& name) const {
+  return "gloo_lite/ctx/" + std::to_string(generation_) + "/" + name;
+}
+
+void Context::fail(const std::string& reason, const std::vector<int>& culprits, bool tell_peers) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failure_.empty()) return;
+    failure_ = reason;
+  }
+  (void)culprits;
+  // One warning per cause: the transport's own messages about this abort stay below WARN.
+  LOG_WARN("context", reason << "\n" << flight_record());
+  if (tell_peers) mesh_->abort(reason);
+}
+
+std::string Context::failure() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_;
+}
+
+std::string Context::flight_record() const {
+  return recorder_.dump("flight recorder of " + describe());
+}
 
 void Context::connect() {
   Deadline deadline = this->deadline();
   mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
   if (size_ == 1) return;
+  generation_ = static_cast<uint64_t>(store_->add(generation_key(rank_), 1));
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
   // from a read it makes anyway: one set and P-1 gets per rank.
   uint64_t context_id = rank_ == 0 ? random_context_id() : 0;
@@ -122,16 +222,26 @@ void Context::connect() {
   // the tuner (ranks_per_core) from the same P records.
   const std::string host = host_identity();
   const std::string cpus = usable_cpu_mask();
-  store_->set(address_key(rank_), to_bytes(std::to_string(context_id) + " " + mesh_->address() +
-                                           " " + host + " " + cpus));
+  store_->set(
+      store_key(address_key_name(rank_)),
+      to_bytes(std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus));
   std::vector<std::string> keys;
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_) keys.push_back(address_key(peer));
+    if (peer != rank_) keys.push_back(store_key(address_key_name(peer)));
   }
   std::vector<Bytes> values;
   try {
     values = store_->multi_get(keys, deadline);
   } catch (const TimeoutError& e) {
+    std::string others = generation_disagreements(*store_, rank_, size_, generation_);
+    if (!others.empty()) {
+      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                         " is creating its context number " + std::to_string(generation_) + " on " +
+                         store_->describe() + " but " + others +
+                         ": ranks created different numbers of contexts on this store (a "
+                         "previous job on the same prefix, or a rank that skipped or failed a "
+                         "Context::create); start the job with a fresh GLOO_LITE_PREFIX");
+    }
     throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
                        ": not every rank published its address in " + store_->describe() +
                        " before the timeout (" + e.what() +
@@ -150,32 +260,29 @@ void Context::connect() {
     record >> id >> addresses[peer] >> hosts[peer] >> masks[peer];
     if (peer == 0) context_id = id;
   }
+  context_id_ = context_id;
   ranks_per_core_ = busiest_host_load(hosts, masks);
   mesh_->connect(addresses, context_id, deadline);
   LOG_DEBUG("context", "rank " << rank_ << " of " << size_ << " connected on " << device_->name());
 }
 
 std::shared_ptr<Context> Context::split(int color, int key) {
-  Deadline deadline = this->deadline();
-  std::string round = "gloo_lite/split/" + std::to_string(split_count_++);
-  store_->set(round + "/" + std::to_string(rank_),
-              to_bytes(std::to_string(color) + " " + std::to_string(key)));
-  std::vector<std::string> keys;
-  for (int peer = 0; peer < size_; ++peer) keys.push_back(round + "/" + std::to_string(peer));
-  std::vector<Bytes> values = store_->multi_get(keys, deadline);
+  // One allgather of (color, key) over the mesh: a split is ordered with the other tag-0
+  // collectives and guarded like them, and its sub-contexts meet under a name that every rank
+  // derives from the same count of splits.
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(size_));
+  allgather(*this, mine, all.data(), 2, DataType::kInt32);
+  uint64_t round = split_count_.fetch_add(1);
+  if (color < 0) return nullptr;
   struct Member {
     int key;
     int rank;
   };
   std::vector<Member> members;
   for (int peer = 0; peer < size_; ++peer) {
-    std::istringstream record(to_string(values[peer]));
-    int peer_color = 0;
-    int peer_key = 0;
-    record >> peer_color >> peer_key;
-    if (color >= 0 && peer_color == color) members.push_back({peer_key, peer});
+    if (all[2 * peer] == color) members.push_back({all[2 * peer + 1], peer});
   }
-  if (color < 0) return nullptr;
   std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
     return a.key != b.key ? a.key < b.key : a.rank < b.rank;
   });
@@ -183,8 +290,11 @@ std::shared_ptr<Context> Context::split(int color, int key) {
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i].rank == rank_) new_rank = static_cast<int>(i);
   }
-  auto sub_store = make_prefix_store(store_, round + "/color" + std::to_string(color));
-  return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options_);
+  auto sub_store = make_prefix_store(
+      store_, store_key("split/" + std::to_string(round) + "/color" + std::to_string(color)));
+  ContextOptions options = options_;
+  options.report_failures = false;  // its ranks are not the launcher's
+  return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options);
 }
 
 static Deadline deadline_for(std::chrono::milliseconds timeout,

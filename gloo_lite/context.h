@@ -2,6 +2,7 @@
 // peer through a transport mesh. Collectives and point-to-point calls run on a context.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gloo_lite/flight_recorder.h"
 #include "gloo_lite/transport/transport.h"
 #include "rendezvous/store.h"
 
@@ -19,13 +21,20 @@ struct ContextOptions {
   // Deadline for connecting and default for every operation; 0 means GLOO_LITE_TIMEOUT_MS.
   std::chrono::milliseconds timeout{0};
   transport::MeshOptions mesh;
+  // When this context fails, publish a failure report (gloo_lite/failure_report.h) in the store
+  // for the launcher to read. init_from_env sets it: its ranks are the launcher's ranks.
+  bool report_failures = false;
 };
 
 class Context : public std::enable_shared_from_this<Context> {
  public:
   // Connects the full mesh: each rank publishes its address (1 store set), reads the addresses
   // it needs (P-1 gets), and connects, all before the timeout. The store should be scoped to
-  // this job (a fresh prefix); the context uses keys under "ctx/".
+  // this job (a fresh prefix). Contexts may be created again and again on one store, while
+  // others live or after they failed: the k-th context a rank creates on a store uses keys
+  // under "gloo_lite/ctx/<k>/" (k from a per-rank counter in the store, so it survives a
+  // restarted process), so keys of earlier contexts never confuse a later one. Every rank must
+  // therefore create its contexts on a store in the same order.
   static std::shared_ptr<Context> create(std::shared_ptr<Store> store, int rank, int size,
                                          std::shared_ptr<transport::Device> device,
                                          ContextOptions options = {});
@@ -45,8 +54,18 @@ class Context : public std::enable_shared_from_this<Context> {
   double ranks_per_core() const { return ranks_per_core_; }
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
-  // Collective over this context; O(P) store operations per rank.
+  // A collective on tag 0 (an allgather of (color, key)), with the same rules as every other
+  // collective: called in the same order on every rank, one at a time per context (a split
+  // racing another split or tag-0 collective from a second thread fails the context with
+  // InvalidArgument instead of silently mixing up the calls).
   std::shared_ptr<Context> split(int color, int key);
+
+  // A random id rank 0 picked for this context (it travels in every handshake).
+  uint64_t id() const { return context_id_; }
+  // "context 3f2a9c01d2e4b5a6 (rank 1 of 4)", for messages.
+  std::string describe() const;
+  // This context's keys in the store: "gloo_lite/ctx/<k>/<name>".
+  std::string store_key(const std::string& name) const;
 
   // Point-to-point on host buffers with this context's timeout (or `timeout` when non-zero).
   void send(int peer, const void* data, size_t bytes, uint64_t tag,
@@ -59,6 +78,19 @@ class Context : public std::enable_shared_from_this<Context> {
 
   // Fails this rank's connections with `reason`, telling peers so they fail promptly.
   void abort(const std::string& reason);
+  // A failure ends this context: the first one logs one warning with the flight recorder's
+  // dump, publishes a failure report naming `culprits` when options.report_failures is set, and
+  // with `tell_peers` (a local cause) aborts the mesh with `reason`, so that every peer raises
+  // with this reason, naming this rank. Later calls change nothing.
+  void fail(const std::string& reason, const std::vector<int>& culprits = {},
+            bool tell_peers = true);
+  // Why the context failed, empty while it works.
+  std::string failure() const;
+
+  // The recent collectives of this context (see FlightRecorder), as one readable block. Also
+  // printed on any failure, and on the signal GLOO_LITE_DUMP_SIGNAL names.
+  std::string flight_record() const;
+  FlightRecorder& flight_recorder() { return recorder_; }
 
   // Per-tag state of the collectives. Collectives with one tag run one at a time (each tag is
   // one ordered stream of calls); different tags may run concurrently from different threads.
@@ -69,8 +101,24 @@ class Context : public std::enable_shared_from_this<Context> {
   // Scratch memory of at least `bytes` for collectives with `tag`: reused across calls and only
   // grown, so that steady-state collectives allocate (and first-touch) nothing.
   ScratchSpace scratch(uint16_t tag, size_t bytes);
-  // The sequence number of the next collective with `tag` (0, 1, 2, ...).
-  uint64_t next_sequence(uint16_t tag);
+  // The turn of one collective on its tag stream, held while it runs: it takes the stream's
+  // next sequence number (0, 1, 2, ...). Collectives on one tag are one ordered stream, so a
+  // second call entering while the first runs (two threads on one tag) is an error in the
+  // program: the constructor then fails the whole context with InvalidArgument naming both
+  // calls (every rank learns why, instead of mixing the two threads' calls up across ranks).
+  class StreamTurn {
+   public:
+    StreamTurn(Context& context, uint16_t tag, const char* collective);
+    ~StreamTurn();
+    StreamTurn(const StreamTurn&) = delete;
+    StreamTurn& operator=(const StreamTurn&) = delete;
+    uint64_t sequence() const { return sequence_; }
+
+   private:
+    Context& context_;
+    uint16_t tag_;
+    uint64_t sequence_;
+  };
 
  private:
   Context(std::shared_ptr<Store> store, int rank, int size,
@@ -83,10 +131,16 @@ class Context : public std::enable_shared_from_this<Context> {
   std::shared_ptr<transport::Device> device_;
   ContextOptions options_;
   std::unique_ptr<transport::Mesh> mesh_;
-  uint64_t split_count_ = 0;
+  std::atomic<uint64_t> split_count_{0};
+  uint64_t generation_ = 0;  // this is the generation_-th context of this rank on the store
+  uint64_t context_id_ = 0;
   double ranks_per_core_ = 0;  // set by connect(); stays 0 for a single rank (nothing to tune)
 
   struct TagState;
+  FlightRecorder recorder_;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
+
   std::mutex tags_mutex_;
   std::map<uint16_t, std::unique_ptr<TagState>> tags_;
   TagState& tag_state(uint16_t tag);

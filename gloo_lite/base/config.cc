@@ -63,6 +63,8 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_CHECK", "0",
        "1: ranks compare each collective's fingerprint (collective, type, count, root, op) "
        "before moving data and raise MismatchError on disagreement"},
+      {"GLOO_LITE_FLIGHT_RECORDS", "64",
+       "Collectives each context remembers for its flight recorder (dumped on failure; 0: off)"},
       {"GLOO_LITE_ALPHA_US", "30", "Cost model: latency of one message step, microseconds"},
       {"GLOO_LITE_OVERHEAD_US", "35",
        "Cost model: CPU time one message costs its host (send, receive, wake-up), "

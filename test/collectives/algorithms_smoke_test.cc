@@ -399,7 +399,8 @@ algo::Call algorithm_call(Context& context, algo::Collective collective,
   call.offsets = prefix(blocks);
   call.offsets.pop_back();
   const uint16_t stream = 7;  // a tag stream of its own, apart from the API calls
-  call.tag = (uint64_t{stream} << 48) | context.next_sequence(stream);
+  Context::StreamTurn turn(context, stream, "test call");
+  call.tag = (uint64_t{stream} << 48) | turn.sequence();
   call.deadline = Deadline::after(std::chrono::seconds(60));
   return call;
 }

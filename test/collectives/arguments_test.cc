@@ -1,10 +1,13 @@
 // Invalid arguments throw InvalidArgument before any data moves: roots out of range, count
 // vectors of the wrong length, null buffers with elements to hold, kCustom without a function,
-// unknown algorithm names, alltoall in place. Ranks are processes (a null buffer that slips
+// unknown algorithm names, alltoall in place, counts whose bytes (or sums) overflow, buffers
+// that partly overlap. Ranks are processes (a null buffer that slips
 // through must crash one child, not the test binary). When every rank makes the same invalid
 // call, the context must still work afterwards; a call invalid on the root alone is made by the
 // root alone.
 #include <gtest/gtest.h>
+
+#include <cstdint>
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
@@ -32,6 +35,7 @@ struct Buffers {
 };
 
 const std::vector<size_t> kBlocks(kRanks, kCount);
+constexpr size_t kHuge = SIZE_MAX / 2 + 1;  // two of these sum past SIZE_MAX
 
 struct InvalidCall {
   const char* name;
@@ -133,6 +137,43 @@ const InvalidCall kInvalidCalls[] = {
      [](Context& c, Buffers& b) { alltoall(c, b.in(), nullptr, kCount, kType); }},
     {"alltoallv_null_input", false,
      [](Context& c, Buffers& b) { alltoallv(c, nullptr, kBlocks, b.out(), kBlocks, kType); }},
+    // Sizes whose bytes overflow: refused before any memory is touched (ASan would see a
+    // write past the small buffers otherwise).
+    {"allgatherv_counts_sum_past_size_max", false,
+     [](Context& c, Buffers& b) {
+       allgatherv(c, b.in(), b.out(), {kHuge, kHuge, 2}, kType);
+     }},
+    {"allreduce_2_pow_62_elements", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), size_t{1} << 62, DataType::kFloat32, kSum);
+     }},
+    {"allreduce_size_max_over_4_plus_2", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), SIZE_MAX / 4 + 2, DataType::kFloat32, kSum);
+     }},
+    {"reduce_scatter_count_times_ranks_overflows", false,
+     [](Context& c, Buffers& b) { reduce_scatter(c, b.in(), b.out(), SIZE_MAX / 2, kType, kSum); }},
+    {"gatherv_counts_sum_past_size_max", false,
+     [](Context& c, Buffers& b) {
+       gatherv(c, b.in(), b.out(), {1, kHuge, kHuge}, kType, kRoot);
+     }},
+    {"alltoallv_recv_counts_overflow", false,
+     [](Context& c, Buffers& b) {
+       alltoallv(c, b.in(), kBlocks, b.out(), {kCount, kCount, SIZE_MAX}, kType);
+     }},
+    {"broadcast_bytes_overflow", false,
+     [](Context& c, Buffers& b) { broadcast(c, b.in(), SIZE_MAX / 2, kType, kRoot); }},
+    // Buffers that overlap without being the documented in-place form.
+    {"reduce_scatter_partly_overlapping", false,
+     [](Context& c, Buffers& b) { reduce_scatter(c, b.in(), b.in() + 1, kCount, kType, kSum); }},
+    {"allreduce_partly_overlapping", false,
+     [](Context& c, Buffers& b) { allreduce(c, b.in(), b.in() + 3, kCount, kType, kSum); }},
+    {"allgather_input_inside_output_off_its_block", false,
+     [](Context& c, Buffers& b) { allgather(c, b.out() + 1, b.out(), kCount, kType); }},
+    {"alltoall_partly_overlapping", false,
+     [](Context& c, Buffers& b) { alltoall(c, b.in(), b.in() + kCount, kCount, kType); }},
+    {"gather_partly_overlapping_at_root", true,
+     [](Context& c, Buffers& b) { gather(c, b.out() + 1, b.out(), kCount, kType, kRoot); }},
     // kCustom without a function.
     {"allreduce_custom_without_function", false,
      [](Context& c, Buffers& b) {

@@ -22,7 +22,7 @@ TEST(Handshake, StrangersMidRendezvousAreRejectedAndRendezvousCompletes) {
         auto deadline = Deadline::after(std::chrono::seconds(30));
         if (index == 2) {
           // The stranger: learns rank 0's address from the store, then misbehaves three ways.
-          std::istringstream record(to_string(store->get("gloo_lite/addr/0", deadline)));
+          std::istringstream record(to_string(store->get("gloo_lite/ctx/1/addr/0", deadline)));
           uint64_t context_id = 0;
           std::string address;
           record >> context_id >> address;

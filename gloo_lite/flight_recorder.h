@@ -1,0 +1,62 @@
+// The flight recorder: the last N collectives of one context (sequence, tag, what was called,
+// the algorithm, when it started and ended, how it ended), kept so that a failure or a hang can
+// be explained after the fact. Cheap enough to be always on: one slot write at the start and
+// one at the end of a call, under a mutex no other path takes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gloo_lite {
+
+class FlightRecorder {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class State { kRunning, kDone, kFailed };
+
+  // What was called, as plain data (formatted only when dumped, so recording costs no
+  // string building). Names point at static strings.
+  struct Call {
+    const char* collective = "";
+    const char* type = "";
+    const char* op = nullptr;  // nullptr: the collective reduces nothing
+    int root = -1;             // -1: not rooted
+    size_t elements = 0;       // the largest buffer this rank handles
+    const char* algorithm = "";
+  };
+  // "allreduce float32 sum, 1024 elements, ring"
+  static std::string describe(const Call& call);
+
+  struct Entry {
+    uint64_t sequence = 0;
+    uint16_t tag = 0;
+    Call call;
+    Clock::time_point start;
+    Clock::time_point end;
+    State state = State::kRunning;
+    std::string error;  // first line of the failure
+  };
+
+  // `capacity` 0 keeps nothing.
+  explicit FlightRecorder(size_t capacity);
+
+  // Records the start of a call; the returned id names its slot for finish().
+  uint64_t start(uint64_t sequence, uint16_t tag, const Call& call);
+  void finish(uint64_t id, State state, const std::string& error = {});
+
+  // Oldest first.
+  std::vector<Entry> entries() const;
+  // One readable block: a heading line, then one line per entry, oldest first.
+  std::string dump(const std::string& heading) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Entry> slots_;
+  uint64_t next_id_ = 0;  // entries ever started; slot = id % capacity
+};
+
+}  // namespace gloo_lite

@@ -1,0 +1,111 @@
+#include "gloo_lite/hang_report.h"
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite {
+namespace {
+
+std::string report_key(const Context& context, int rank) {
+  return context.store_key("hang/" + std::to_string(rank));
+}
+
+struct Report {
+  uint16_t tag = 0;
+  uint64_t sequence = 0;
+  std::string what;
+};
+
+bool parse_report(const std::string& text, Report* report) {
+  std::istringstream in(text);
+  unsigned tag = 0;
+  if (!(in >> tag >> report->sequence) || tag > 0xffff) return false;
+  report->tag = static_cast<uint16_t>(tag);
+  std::getline(in >> std::ws, report->what);
+  return true;
+}
+
+}  // namespace
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+std::vector<int> HangVerdict::culprits() const { return absent.empty() ? elsewhere_ranks : absent; }
+
+std::string HangVerdict::text() const {
+  if (store_failed) return "the store could not be reached to find the ranks that never arrived";
+  std::string out;
+  if (!absent.empty()) {
+    out = std::string(absent.size() == 1 ? "rank " : "ranks ") + rank_list(absent) +
+          " never arrived (no report within the grace period: stopped, hung, crashed, or busy "
+          "outside gloo_lite)";
+  }
+  for (const std::string& other : elsewhere) out += (out.empty() ? "" : "; ") + other;
+  if (!same_call.empty()) {
+    out += (out.empty() ? "" : "; ") + std::string(same_call.size() == 1 ? "rank " : "ranks ") +
+           rank_list(same_call) + " timed out in this call";
+  }
+  return out;
+}
+
+std::chrono::milliseconds hang_report_grace(std::chrono::milliseconds timeout) {
+  return std::clamp(timeout / 10, std::chrono::milliseconds(200), std::chrono::milliseconds(2000));
+}
+
+HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t sequence,
+                                  const std::string& what, std::chrono::milliseconds grace) {
+  HangVerdict verdict;
+  Store& store = *context.store();
+  Deadline deadline = Deadline::after(grace);
+  std::vector<bool> seen(context.size(), false);
+  seen[context.rank()] = true;
+  verdict.same_call.push_back(context.rank());
+  try {
+    store.set(report_key(context, context.rank()),
+              to_bytes(std::to_string(tag) + " " + std::to_string(sequence) + " " + what));
+    int missing = context.size() - 1;
+    // Poll: a rank that never arrives writes nothing, so waiting for all keys would always take
+    // the whole grace period; polling lets the common case (all present) end early.
+    auto pause = std::chrono::milliseconds(5);
+    while (missing > 0) {
+      for (int peer = 0; peer < context.size(); ++peer) {
+        if (seen[peer] || !store.check({report_key(context, peer)})) continue;
+        seen[peer] = true;
+        --missing;
+        Report report;
+        std::string text = to_string(store.get(report_key(context, peer), deadline));
+        if (!parse_report(text, &report)) continue;
+        if (report.tag == tag && report.sequence == sequence) {
+          verdict.same_call.push_back(peer);
+        } else {
+          verdict.elsewhere_ranks.push_back(peer);
+          verdict.elsewhere.push_back("rank " + std::to_string(peer) + " timed out in " +
+                                      report.what + " instead");
+        }
+      }
+      if (missing == 0 || deadline.expired()) break;
+      std::this_thread::sleep_for(std::min(pause, deadline.remaining()));
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    }
+  } catch (const std::exception&) {
+    verdict = HangVerdict{};
+    verdict.store_failed = true;
+    return verdict;
+  }
+  for (int peer = 0; peer < context.size(); ++peer) {
+    if (!seen[peer]) verdict.absent.push_back(peer);
+  }
+  std::sort(verdict.same_call.begin(), verdict.same_call.end());
+  return verdict;
+}
+
+}  // namespace gloo_lite
