@@ -193,6 +193,7 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
     } else {
       run_algorithm(call, algorithm, input, input_bytes, output, output_bytes);
     }
+    turn.check_not_raced();
   } catch (...) {
     fail(std::current_exception());
   }

@@ -121,6 +121,7 @@ struct Context::TagState {
   // The collective holding this stream's turn (nullptr: none) and its sequence number.
   const char* running = nullptr;
   uint64_t running_sequence = 0;
+  bool raced = false;  // another thread entered while the running call held the turn
 };
 
 Context::~Context() {
@@ -164,6 +165,8 @@ Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* coll
       state->running_sequence = sequence_ = state->sequence++;
       return;
     }
+    // The call holding the turn is part of the race too: it must not report success.
+    state->raced = true;
     clash = std::string(collective) + " on rank " + std::to_string(context.rank_) +
             " started on tag " + std::to_string(tag) + " while " + state->running + " #" +
             std::to_string(state->running_sequence) +
@@ -178,6 +181,17 @@ Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* coll
 Context::StreamTurn::~StreamTurn() {
   std::lock_guard<std::mutex> lock(context_.tags_mutex_);
   context_.tags_[tag_]->running = nullptr;
+  context_.tags_[tag_]->raced = false;
+}
+
+void Context::StreamTurn::check_not_raced() const {
+  {
+    std::lock_guard<std::mutex> lock(context_.tags_mutex_);
+    if (!context_.tags_[tag_]->raced) return;
+  }
+  throw InvalidArgument(
+      "another thread called a collective on tag " + std::to_string(tag_) +
+      " while this one ran, so its result cannot be trusted: " + context_.failure());
 }
 
 std::string Context::describe() const {
@@ -210,11 +224,27 @@ std::string Context::flight_record() const {
   return recorder_.dump("flight recorder of " + describe());
 }
 
+uint64_t Context::agree_on_generation() {
+  // Each rank counts its own contexts on this store. A rank behind the others (it skipped a
+  // creation the others attempted: it had died, or not been started yet) catches up to the
+  // highest count, so that a retry after a failure meets under one name. A rank can never see
+  // another rank legitimately ahead: that rank's current context needs this rank's address,
+  // which this rank publishes only after this step.
+  uint64_t mine = static_cast<uint64_t>(store_->add(generation_key(rank_), 1));
+  uint64_t highest = mine;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    highest = std::max(highest, static_cast<uint64_t>(store_->add(generation_key(peer), 0)));
+  }
+  if (highest > mine) store_->add(generation_key(rank_), static_cast<int64_t>(highest - mine));
+  return highest;
+}
+
 void Context::connect() {
   Deadline deadline = this->deadline();
   mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
   if (size_ == 1) return;
-  generation_ = static_cast<uint64_t>(store_->add(generation_key(rank_), 1));
+  generation_ = agree_on_generation();
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
   // from a read it makes anyway: one set and P-1 gets per rank.
   uint64_t context_id = rank_ == 0 ? random_context_id() : 0;

@@ -31,9 +31,9 @@ class Context : public std::enable_shared_from_this<Context> {
   // Connects the full mesh: each rank publishes its address (1 store set), reads the addresses
   // it needs (P-1 gets), and connects, all before the timeout. The store should be scoped to
   // this job (a fresh prefix). Contexts may be created again and again on one store, while
-  // others live or after they failed: the k-th context a rank creates on a store uses keys
-  // under "gloo_lite/ctx/<k>/" (k from a per-rank counter in the store, so it survives a
-  // restarted process), so keys of earlier contexts never confuse a later one. Every rank must
+  // others live or after they failed: each context meets under "gloo_lite/ctx/<k>/", k from
+  // per-rank counters of contexts in the store (a rank that missed a creation catches up with
+  // the others), so keys of earlier contexts never confuse a later one. Every rank must
   // therefore create its contexts on a store in the same order.
   static std::shared_ptr<Context> create(std::shared_ptr<Store> store, int rank, int size,
                                          std::shared_ptr<transport::Device> device,
@@ -113,6 +113,9 @@ class Context : public std::enable_shared_from_this<Context> {
     StreamTurn(const StreamTurn&) = delete;
     StreamTurn& operator=(const StreamTurn&) = delete;
     uint64_t sequence() const { return sequence_; }
+    // Throws InvalidArgument when another thread entered this stream while this call ran
+    // (called before a call reports success).
+    void check_not_raced() const;
 
    private:
     Context& context_;
@@ -124,6 +127,7 @@ class Context : public std::enable_shared_from_this<Context> {
   Context(std::shared_ptr<Store> store, int rank, int size,
           std::shared_ptr<transport::Device> device, ContextOptions options);
   void connect();
+  uint64_t agree_on_generation();
 
   std::shared_ptr<Store> store_;
   int rank_;

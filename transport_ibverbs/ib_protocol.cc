@@ -181,9 +181,13 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
     case wire::Type::kCancelReceive:
       on_cancel_receive(peer, static_cast<uint32_t>(h.a));
       return true;
-    case wire::Type::kMismatch:
-      fail_pair(peer, ErrorKind::kMismatch, sender_mismatch_text(peer.rank, h.a, h.b, h.c));
+    case wire::Type::kMismatch: {
+      // As on TCP: a mismatch breaks the whole context, not just this pair.
+      std::string text = sender_mismatch_text(peer.rank, h.a, h.b, h.c);
+      fail_pair(peer, ErrorKind::kMismatch, text);
+      fail_all_operations(ErrorKind::kMismatch, text);
       return true;
+    }
     case wire::Type::kHello: {
       uint64_t ranks = uint64_t(static_cast<uint32_t>(peer.rank)) |
                        (uint64_t(static_cast<uint32_t>(rank_)) << 32);

@@ -202,6 +202,19 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   }
 }
 
+void TcpMesh::flush_queued_frames(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  for (auto& pair : pairs_) {
+    while (pair && pair->open_ && !pair->out_.empty() && !deadline.expired()) {
+      write_pair(*pair);
+      if (!pair->open_ || pair->out_.empty()) break;
+      pollfd p{pair->fd_.get(), POLLOUT, 0};
+      lock.unlock();
+      ::poll(&p, 1, 10);
+      lock.lock();
+    }
+  }
+}
+
 void TcpMesh::close_all(bool goodbye) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (closed_) return;
@@ -219,16 +232,7 @@ void TcpMesh::close_all(bool goodbye) {
       }
     }
     // Let queued frames leave, briefly: a peer still reading gets our last messages.
-    Deadline flush_deadline = Deadline::after(std::chrono::milliseconds(1000));
-    for (auto& pair : pairs_) {
-      while (pair && pair->open_ && !pair->out_.empty() && !flush_deadline.expired()) {
-        pollfd p{pair->fd_.get(), POLLOUT, 0};
-        lock.unlock();
-        ::poll(&p, 1, 10);
-        lock.lock();
-        if (pair->open_) write_pair(*pair);
-      }
-    }
+    flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(1000)));
   }
   std::string message = "rank " + std::to_string(rank_) + " closed this context";
   fail_mesh(ErrorKind::kConnection, message);

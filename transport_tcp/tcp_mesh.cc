@@ -335,7 +335,7 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
 }
 
 void TcpMesh::lose_pair(Pair& pair, const std::string& message) {
-  LOG_WARN("tcp", message);
+  LOG_INFO("tcp", message);  // the context warns once, when the failure reaches a call
   fail_pair(pair, ErrorKind::kConnection, message);
   fail_mesh(ErrorKind::kConnection, message);
 }
@@ -364,12 +364,26 @@ void TcpMesh::queue_abort(Pair& pair, const std::string& reason) {
 }
 
 void TcpMesh::abort(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   for (auto& pair : pairs_) {
-    if (pair && pair->open_) queue_abort(*pair, reason);
+    if (!pair || !pair->open_) continue;
+    // The reason goes first: frames not yet begun are dropped (their operations fail below),
+    // only a frame already partly on the wire must be finished before it.
+    auto begun = pair->out_.begin();
+    if (begun != pair->out_.end() && begun->written > 0) ++begun;
+    for (auto it = begun; it != pair->out_.end(); ++it) {
+      if (it->op)
+        fail_op(it->op, ErrorKind::kConnection,
+                "rank " + std::to_string(rank_) + " aborted: " + reason);
+    }
+    pair->out_.erase(begun, pair->out_.end());
+    queue_abort(*pair, reason);
   }
+  // Peers must read the reason before the connection closes, else they report only a reset.
+  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(200)));
   std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
-  LOG_WARN("tcp", message << "; telling its peers");
+  // The context logs the cause once at WARN; this is the transport's part of it.
+  LOG_INFO("tcp", message << "; told its peers");
   fail_mesh(ErrorKind::kConnection, message);
   for (auto& pair : pairs_) {
     if (pair && pair->open_) fail_pair(*pair, ErrorKind::kConnection, message);

@@ -134,6 +134,9 @@ class TcpMesh : public transport::MatchingMesh {
   void fail_mesh(ErrorKind kind, const std::string& message);
   // The connection to this peer is gone: fail it and, with it, the whole context.
   void lose_pair(Pair& pair, const std::string& message);
+  // Writes what is queued on every open pair until it is gone or `deadline` passes; lets go of
+  // the lock while a socket is full.
+  void flush_queued_frames(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
   void close_all(bool goodbye);
 
   EventLoop* loop_;

@@ -155,8 +155,14 @@ void TcpMesh::write_pair(Pair& pair) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       if (errno == EINTR) continue;
-      lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
-                          " while sending: " + std::strerror(errno));
+      // The peer may have closed after telling us why (an abort frame not read yet): read
+      // what arrived first, so that its reason is reported rather than "broken pipe".
+      std::string error = std::strerror(errno);
+      read_pair(pair, /*drain=*/true);
+      if (pair.open_) {
+        lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                            " while sending: " + error);
+      }
       return;
     }
     size_t left = static_cast<size_t>(n);

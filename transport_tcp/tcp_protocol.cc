@@ -108,9 +108,14 @@ void TcpMesh::on_frame_header(Pair& pair) {
     case wire::FrameType::kSendCancelled:
       on_send_cancelled(pair.peer_, h.a);
       return;
-    case wire::FrameType::kMismatch:
-      fail_pair(pair, ErrorKind::kMismatch, sender_mismatch_text(pair.peer_, h.a, h.b, h.c));
+    case wire::FrameType::kMismatch: {
+      // A mismatch breaks the whole context, not just this pair: this rank may have nothing
+      // pending with that peer any more and be waiting for another, which never learns why.
+      std::string text = sender_mismatch_text(pair.peer_, h.a, h.b, h.c);
+      fail_pair(pair, ErrorKind::kMismatch, text);
+      fail_mesh(ErrorKind::kMismatch, text);
       return;
+    }
     case wire::FrameType::kAbort:
       if (h.b > kMaxAbortText) {
         lose_pair(pair, describe_peer(pair.peer_) + " aborted");
