@@ -21,7 +21,9 @@
 #include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/failure_report.h"
 #include "rendezvous/stores.h"
+#include "tools/launcher_blame.h"
 #include "tools/launcher_output.h"
 #include "tools/launcher_spawn.h"
 
@@ -35,6 +37,9 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Reads of one pipe when its rank has exited: enough for what the pipe buffer held, bounded in
 // case a leftover child of the rank keeps writing.
 constexpr int kDrainReads = 64;
+// Bounds on reading the ranks' failure reports from our own (in-process) store at the end.
+constexpr std::chrono::milliseconds kReportConnect{1000};
+constexpr std::chrono::milliseconds kReportRead{2000};
 
 std::string signal_text(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -111,6 +116,8 @@ class Job {
   void kill_running(int sig);
   int exit_status();
   std::string running_ranks() const;
+  void find_suspects();
+  std::string blame(int first_failed);
 
   const LauncherOptions& options_;
   int signal_fd_;
@@ -128,7 +135,8 @@ class Job {
   std::string spawn_error_;
   int spawn_status_ = 0;
   bool stopping_ = false;
-  std::string stopped_;  // ranks still running when the stop began
+  std::string stopped_;                // ranks still running when the stop began
+  std::vector<SuspectRank> suspects_;  // running ranks found stopped or stuck when it began
   std::optional<Deadline> job_deadline_;
   std::optional<Deadline> kill_deadline_;  // while stopping, until SIGKILL is sent
 };
@@ -218,7 +226,13 @@ void Job::stop(StopReason reason, int sig) {
     stopping_ = true;
     if (reason_ == StopReason::kNone) reason_ = reason;
     stopped_ = running_ranks();
+    if (reason == StopReason::kRankFailed || reason == StopReason::kTimedOut) find_suspects();
     kill_running(sig);
+    // A stopped rank would hold the signal pending until SIGKILL after the grace period; let it
+    // run into the signal now instead.
+    for (const auto& suspect : suspects_) {
+      if (suspect.state == 'T') kill(-ranks_[suspect.rank].pid, SIGCONT);
+    }
     kill_deadline_ = Deadline::after(seconds_to_ms(options_.grace_s));
     LOG_INFO("launcher", "stopping ranks " << stopped_ << " with " << signal_text(sig));
   } else if (kill_deadline_) {
@@ -302,6 +316,31 @@ void Job::loop() {
   }
 }
 
+// The other ranks' process states at the first failure: a stopped or stuck rank is what the
+// failing ones most likely waited for.
+void Job::find_suspects() {
+  for (const auto& process : ranks_) {
+    if (!process.running) continue;
+    char state = process_group_state(process.pid);
+    if (state_is_suspect(state)) suspects_.push_back({process.rank, state});
+  }
+}
+
+// The culprit clause of the summary, from the process states and the ranks' failure reports.
+std::string Job::blame(int first_failed) {
+  BlameEvidence evidence;
+  evidence.suspects = suspects_;
+  try {
+    std::shared_ptr<Store> store = open_store(store_url_, Deadline::after(kReportConnect));
+    std::string prefix = options_.set_prefix ? job_id_ : env_value("GLOO_LITE_PREFIX").value_or("");
+    if (!prefix.empty()) store = make_prefix_store(std::move(store), prefix);
+    evidence.reports = read_failure_reports(*store, options_.ranks, Deadline::after(kReportRead));
+  } catch (const std::exception& e) {
+    LOG_INFO("launcher", "cannot read the ranks' failure reports: " << e.what());
+  }
+  return blame_clause(first_failed, evidence);
+}
+
 std::string Job::running_ranks() const {
   std::string list;
   for (const auto& process : ranks_) {
@@ -329,8 +368,10 @@ int Job::exit_status() {
         status = WEXITSTATUS(failed.status);
         how = "exited with status " + std::to_string(status);
       }
+      std::string culprit = blame(failed_rank_);
       summary = "rank " + std::to_string(failed_rank_) + " (pid " + std::to_string(failed.pid) +
-                ") " + how + "; " + stopped;
+                ") " + how + (culprit.empty() ? "" : ", the first to fail; " + culprit) + "; " +
+                stopped;
       break;
     }
     case StopReason::kInterrupted:
@@ -340,6 +381,7 @@ int Job::exit_status() {
     case StopReason::kTimedOut:
       status = 124;
       summary = "job exceeded --timeout " + seconds_text(options_.timeout_s) + "; " + stopped;
+      if (std::string culprit = blame(-1); !culprit.empty()) summary += "; " + culprit;
       break;
     case StopReason::kSpawnFailed:
       status = spawn_status_;
