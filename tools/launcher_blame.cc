@@ -117,6 +117,7 @@ std::string blame_clause(int first_failed, const BlameEvidence& evidence) {
     }
   }
   std::set<int> waited = reporting;
+  waited.insert(evidence.failed.begin(), evidence.failed.end());
   if (first_failed >= 0) waited.insert(first_failed);
   for (int culprit : culprits) waited.erase(culprit);
   if (!waited.empty()) {

@@ -30,6 +30,7 @@ struct SuspectRank {
 struct BlameEvidence {
   std::vector<SuspectRank> suspects;   // other ranks found stopped or stuck at the first failure
   std::vector<FailureReport> reports;  // from the job's store, after the job ended
+  std::vector<int> failed;  // ranks that exited with a failure status, not by a launcher signal
 };
 
 // The clause the launcher's summary adds after the first failing rank, e.g.

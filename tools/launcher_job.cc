@@ -137,6 +137,7 @@ class Job {
   bool stopping_ = false;
   std::string stopped_;                // ranks still running when the stop began
   std::vector<SuspectRank> suspects_;  // running ranks found stopped or stuck when it began
+  std::vector<int> failed_ranks_;      // exited with a non-zero status (not killed by a signal)
   std::optional<Deadline> job_deadline_;
   std::optional<Deadline> kill_deadline_;  // while stopping, until SIGKILL is sent
 };
@@ -250,6 +251,7 @@ void Job::on_exit(RankProcess& process, int status) {
   read_stream(process.out, kDrainReads);
   read_stream(process.err, kDrainReads);
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (WIFEXITED(status) && failed) failed_ranks_.push_back(process.rank);
   if (failed && !stopping_) {
     failed_rank_ = process.rank;
     stop(StopReason::kRankFailed, SIGTERM);
@@ -330,6 +332,7 @@ void Job::find_suspects() {
 std::string Job::blame(int first_failed) {
   BlameEvidence evidence;
   evidence.suspects = suspects_;
+  evidence.failed = failed_ranks_;
   try {
     std::shared_ptr<Store> store = open_store(store_url_, Deadline::after(kReportConnect));
     std::string prefix = options_.set_prefix ? job_id_ : env_value("GLOO_LITE_PREFIX").value_or("");

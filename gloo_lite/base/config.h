@@ -55,7 +55,8 @@ void check_knob_value(const Knob& knob, const std::string& value);
 // Checks every declared knob that is set in the environment (check_knob_value) and warns once
 // per process about GLOO_LITE_* variables that are no knob, naming the closest knob.
 void check_knob_environment();
-// The declared knob whose name is closest (edit distance) to `name`.
+// The declared knob whose name is closest to `name` (edit distance, a swap of neighbouring
+// letters counting as one edit; ties go to the earlier declaration).
 const Knob& closest_knob(const std::string& name);
 
 // Reads a declared knob: the environment value if set and non-empty, else its default.
