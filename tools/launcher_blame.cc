@@ -61,19 +61,26 @@ bool read_stat(const std::string& pid, char* state, long* group) {
 
 }  // namespace
 
-char process_group_state(pid_t group) {
-  char worst = 0;
+std::map<pid_t, char> process_group_states() {
+  std::map<pid_t, char> worst;
   DIR* proc = opendir("/proc");
-  if (proc == nullptr) return 0;
+  if (proc == nullptr) return worst;
   while (dirent* entry = readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
     char state = 0;
-    long process_group = 0;
-    if (!read_stat(entry->d_name, &state, &process_group) || process_group != group) continue;
-    if (state_priority(state) > state_priority(worst)) worst = state;
+    long group = 0;
+    if (!read_stat(entry->d_name, &state, &group)) continue;
+    char& seen = worst[static_cast<pid_t>(group)];
+    if (state_priority(state) > state_priority(seen)) seen = state;
   }
   closedir(proc);
   return worst;
+}
+
+char process_group_state(pid_t group) {
+  std::map<pid_t, char> states = process_group_states();
+  auto found = states.find(group);
+  return found == states.end() ? 0 : found->second;
 }
 
 bool state_is_suspect(char state) { return state_priority(state) >= 2; }

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ namespace gloo_lite::launcher {
 // started), from /proc/<pid>/stat: 'T' (stopped) or 't' (stopped by a debugger) before 'D'
 // (uninterruptible sleep) before anything else; 0 when no process of the group is found.
 char process_group_state(pid_t group);
+// The same for every process group at once (one pass over /proc, however many ranks).
+std::map<pid_t, char> process_group_states();
 
 // Whether a rank in `state` cannot take part in a collective: stopped, traced or stuck in D.
 bool state_is_suspect(char state);

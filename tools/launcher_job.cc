@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -321,10 +322,13 @@ void Job::loop() {
 // The other ranks' process states at the first failure: a stopped or stuck rank is what the
 // failing ones most likely waited for.
 void Job::find_suspects() {
+  std::map<pid_t, char> states = process_group_states();
   for (const auto& process : ranks_) {
     if (!process.running) continue;
-    char state = process_group_state(process.pid);
-    if (state_is_suspect(state)) suspects_.push_back({process.rank, state});
+    auto state = states.find(process.pid);  // each rank leads a process group of its own
+    if (state != states.end() && state_is_suspect(state->second)) {
+      suspects_.push_back({process.rank, state->second});
+    }
   }
 }
 
