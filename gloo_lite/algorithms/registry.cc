@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/base/config.h"
@@ -62,17 +63,31 @@ std::string env_choice(Collective collective) {
   return found != choices.end() ? found->second : "auto";
 }
 
-// "allreduce: ring, halving_doubling, ...; broadcast: ...": every valid name, for messages.
+// "auto, ring, halving_doubling, ...": what GLOO_LITE_ALGO may name for this collective.
+std::string algorithm_names(Collective collective) {
+  std::string text = "auto";
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective == collective) text += std::string(", ") + algorithm.name;
+  }
+  return text;
+}
+
+// "allreduce: auto, ring, ...; broadcast: auto, ...": every valid name, for messages.
 std::string every_algorithm() {
   std::string text;
   for (int c = 0; c < kCollectiveCount; ++c) {
     Collective collective = static_cast<Collective>(c);
-    text += std::string(text.empty() ? "" : "; ") + collective_name(collective) + ": auto";
-    for (const Algorithm& algorithm : all_algorithms()) {
-      if (algorithm.collective == collective) text += std::string(", ") + algorithm.name;
-    }
+    text += std::string(text.empty() ? "" : "; ") + collective_name(collective) + ": " +
+            algorithm_names(collective);
   }
   return text;
+}
+
+std::optional<Collective> collective_named(const std::string& name) {
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  }
+  return std::nullopt;
 }
 
 std::string offered(Collective collective, const Call& call) {
@@ -113,28 +128,20 @@ void check_algorithm_spec(const std::string& spec) {
   };
   for (const auto& [collective_text, name] : parse_algorithm_spec(spec)) {
     if (name == "auto") continue;
-    bool known = false;
-    bool collective_known = collective_text == "*";
-    for (int c = 0; c < kCollectiveCount; ++c) {
-      if (collective_text == collective_name(static_cast<Collective>(c))) collective_known = true;
-    }
-    for (const Algorithm& algorithm : all_algorithms()) {
-      const char* collective = collective_name(algorithm.collective);
-      if ((collective_text == "*" || collective_text == collective) && name == algorithm.name) {
-        known = true;
+    if (collective_text == "*") {
+      bool offered_somewhere = false;
+      for (const Algorithm& algorithm : all_algorithms()) {
+        offered_somewhere = offered_somewhere || name == algorithm.name;
       }
+      if (!offered_somewhere) fail("no collective has an algorithm named '" + name + "'");
+      continue;
     }
-    if (!collective_known) fail("no collective named '" + collective_text + "'");
-    if (known) continue;
-    if (collective_text == "*") fail("no collective has an algorithm named '" + name + "'");
-    std::string offers = "auto";
-    for (const Algorithm& algorithm : all_algorithms()) {
-      if (collective_text == collective_name(algorithm.collective)) {
-        offers += std::string(", ") + algorithm.name;
-      }
+    std::optional<Collective> collective = collective_named(collective_text);
+    if (!collective) fail("no collective named '" + collective_text + "'");
+    if (find_algorithm(*collective, name) == nullptr) {
+      fail(collective_text + " has no algorithm named '" + name + "' (" + collective_text +
+           " offers: " + algorithm_names(*collective) + ")");
     }
-    fail(collective_text + " has no algorithm named '" + name + "' (" + collective_text +
-         " offers: " + offers + ")");
   }
 }
 
