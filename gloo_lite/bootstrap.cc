@@ -213,9 +213,9 @@ std::shared_ptr<transport::Device> create_device_from_env() {
 }
 
 std::shared_ptr<Context> init_from_env(ContextOptions options) {
-  validate_knobs();  // a bad knob fails here, naming itself, not later as a time-out
   LaunchInfo info = read_launch_info();
   log_set_rank(info.rank);
+  validate_knobs();  // a bad knob fails here, naming itself, not later as a time-out
   if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
   const Deadline deadline = Deadline::after(options.timeout);
 

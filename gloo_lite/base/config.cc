@@ -359,10 +359,11 @@ const Knob& closest_knob(const std::string& name) {
   return *best;
 }
 
-void check_knob_environment() {
+void check_knob_environment(bool warn_unknown) {
   for (const auto& knob : gloo_lite_knobs()) {
     if (auto value = env_value(knob.name)) check_knob_value(knob, *value);
   }
+  if (!warn_unknown) return;
   // One warning per unknown variable and process, however many contexts are created.
   static std::mutex mutex;
   static std::vector<std::string> warned;

@@ -52,9 +52,10 @@ std::string knob_allowed(const Knob& knob);
 // knob's rule (kAlgorithms: only checked by gloo_lite::validate_knobs, which knows the names).
 void check_knob_value(const Knob& knob, const std::string& value);
 
-// Checks every declared knob that is set in the environment (check_knob_value) and warns once
-// per process about GLOO_LITE_* variables that are no knob, naming the closest knob.
-void check_knob_environment();
+// Checks every declared knob that is set in the environment (check_knob_value) and, with
+// `warn_unknown`, warns once per process about GLOO_LITE_* variables that are no knob, naming
+// the closest knob.
+void check_knob_environment(bool warn_unknown = true);
 // The declared knob whose name is closest to `name` (edit distance, a swap of neighbouring
 // letters counting as one edit; ties go to the earlier declaration).
 const Knob& closest_knob(const std::string& name);

@@ -194,6 +194,23 @@ TEST(Knobs, UnknownVariableWarnsOnceNamingTheClosestKnob) {
   EXPECT_FALSE(contains(err, "GLOO_LITE_TEST_SOMETHING")) << err;
 }
 
+// Under gloo_lite_run the ranks inherit the launcher's environment: the launcher and rank 0
+// warn, not every rank.
+TEST(Knobs, TypoWarningIsNotRepeatedByEveryRank) {
+  CommandResult result = run_command(
+      {launcher_path(), "-n", "3", "--", self_path(), "--rank-helper", "bootstrap"}, seconds(20),
+      {"GLOO_LITE_TIMEOTU_MS=5000",
+       "GLOO_LITE_HOSTNAME=", "GLOO_LITE_IFNAME=", "GLOO_LITE_TIMEOUT_MS=15000"});
+  ASSERT_EQ(result.exit_code, 0) << result.describe();
+  size_t warnings = 0;
+  for (const auto& line : split_lines(result.err)) {
+    if (contains(line, "GLOO_LITE_TIMEOTU_MS is set but is not a gloo_lite knob")) ++warnings;
+  }
+  EXPECT_EQ(warnings, 2u) << result.err;
+  EXPECT_TRUE(contains(result.err, " launcher [config] WARN GLOO_LITE_TIMEOTU_MS")) << result.err;
+  EXPECT_TRUE(contains(result.err, " rank 0 [config] WARN GLOO_LITE_TIMEOTU_MS")) << result.err;
+}
+
 std::vector<std::string> launch(std::vector<std::string> args) {
   args.insert(args.begin(), launcher_path());
   return args;
