@@ -22,6 +22,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/bootstrap.h"
+#include "gloo_lite/knobs.h"
 
 #ifndef GLOO_LITE_BENCH_VERSION
 #define GLOO_LITE_BENCH_VERSION "unknown"
@@ -201,6 +202,7 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   gloo_lite::bench::Options options = gloo_lite::bench::parse_options(argc, argv);
   try {
+    gloo_lite::validate_knobs();  // a bad GLOO_LITE_* value fails before any rank waits
     return gloo_lite::bench::run(options);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "gloo_lite_bench: %s\n", error.what());

@@ -10,6 +10,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/knobs.h"
 #include "rendezvous/store_url.h"
 #include "rendezvous/stores.h"
 #include "transport_tcp/tcp_device.h"
@@ -214,6 +215,7 @@ std::shared_ptr<transport::Device> create_device_from_env() {
 std::shared_ptr<Context> init_from_env(ContextOptions options) {
   LaunchInfo info = read_launch_info();
   log_set_rank(info.rank);
+  validate_knobs();  // a bad knob fails here, naming itself, not later as a time-out
   if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
   const Deadline deadline = Deadline::after(options.timeout);
 

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "gloo_lite/knobs.h"
 #include "tools/launcher_job.h"
 #include "tools/launcher_options.h"
 #include "tools/launcher_output.h"
@@ -20,6 +23,8 @@ std::string knob_table() {
     text += *knob.default_value != '\0' ? knob.default_value : "unset";
     text += ")\n    ";
     text += knob.meaning;
+    text += "\n    allowed: ";
+    text += gloo_lite::knob_allowed(knob);
     text += "\n";
   }
   return text;
@@ -29,6 +34,7 @@ std::string knob_table() {
 
 int main(int argc, char** argv) {
   using namespace gloo_lite::launcher;
+  gloo_lite::log_set_identity("launcher");
   LauncherOptions options;
   try {
     options = parse_launcher_args(std::vector<std::string>(argv + 1, argv + argc));
@@ -44,6 +50,13 @@ int main(int argc, char** argv) {
   if (options.knobs) {
     write_whole(1, knob_table());
     return 0;
+  }
+  try {
+    // The ranks inherit our environment: a bad knob fails here, once, before any rank starts.
+    gloo_lite::validate_knobs();
+  } catch (const gloo_lite::InvalidArgument& e) {
+    write_whole(2, std::string("gloo_lite_run: ") + e.what() + "\n");
+    return 2;
   }
   try {
     return run_job(options);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
 #include "rendezvous/stores.h"
 
 namespace {
@@ -29,6 +30,7 @@ int usage_error(const std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gloo_lite::log_set_identity("store");
   std::string host = "0.0.0.0";
   long port = 0;
   for (int i = 1; i < argc; ++i) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -21,7 +22,9 @@
 #include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/failure_report.h"
 #include "rendezvous/stores.h"
+#include "tools/launcher_blame.h"
 #include "tools/launcher_output.h"
 #include "tools/launcher_spawn.h"
 
@@ -35,6 +38,9 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Reads of one pipe when its rank has exited: enough for what the pipe buffer held, bounded in
 // case a leftover child of the rank keeps writing.
 constexpr int kDrainReads = 64;
+// Bounds on reading the ranks' failure reports from our own (in-process) store at the end.
+constexpr std::chrono::milliseconds kReportConnect{1000};
+constexpr std::chrono::milliseconds kReportRead{2000};
 
 std::string signal_text(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -111,6 +117,8 @@ class Job {
   void kill_running(int sig);
   int exit_status();
   std::string running_ranks() const;
+  void find_suspects();
+  std::string blame(int first_failed);
 
   const LauncherOptions& options_;
   int signal_fd_;
@@ -128,7 +136,9 @@ class Job {
   std::string spawn_error_;
   int spawn_status_ = 0;
   bool stopping_ = false;
-  std::string stopped_;  // ranks still running when the stop began
+  std::string stopped_;                // ranks still running when the stop began
+  std::vector<SuspectRank> suspects_;  // running ranks found stopped or stuck when it began
+  std::vector<int> failed_ranks_;      // exited with a non-zero status (not killed by a signal)
   std::optional<Deadline> job_deadline_;
   std::optional<Deadline> kill_deadline_;  // while stopping, until SIGKILL is sent
 };
@@ -218,7 +228,13 @@ void Job::stop(StopReason reason, int sig) {
     stopping_ = true;
     if (reason_ == StopReason::kNone) reason_ = reason;
     stopped_ = running_ranks();
+    if (reason == StopReason::kRankFailed || reason == StopReason::kTimedOut) find_suspects();
     kill_running(sig);
+    // A stopped rank would hold the signal pending until SIGKILL after the grace period; let it
+    // run into the signal now instead.
+    for (const auto& suspect : suspects_) {
+      if (suspect.state == 'T') kill(-ranks_[suspect.rank].pid, SIGCONT);
+    }
     kill_deadline_ = Deadline::after(seconds_to_ms(options_.grace_s));
     LOG_INFO("launcher", "stopping ranks " << stopped_ << " with " << signal_text(sig));
   } else if (kill_deadline_) {
@@ -236,6 +252,7 @@ void Job::on_exit(RankProcess& process, int status) {
   read_stream(process.out, kDrainReads);
   read_stream(process.err, kDrainReads);
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (WIFEXITED(status) && failed) failed_ranks_.push_back(process.rank);
   if (failed && !stopping_) {
     failed_rank_ = process.rank;
     stop(StopReason::kRankFailed, SIGTERM);
@@ -302,6 +319,35 @@ void Job::loop() {
   }
 }
 
+// The other ranks' process states at the first failure: a stopped or stuck rank is what the
+// failing ones most likely waited for.
+void Job::find_suspects() {
+  std::map<pid_t, char> states = process_group_states();
+  for (const auto& process : ranks_) {
+    if (!process.running) continue;
+    auto state = states.find(process.pid);  // each rank leads a process group of its own
+    if (state != states.end() && state_is_suspect(state->second)) {
+      suspects_.push_back({process.rank, state->second});
+    }
+  }
+}
+
+// The culprit clause of the summary, from the process states and the ranks' failure reports.
+std::string Job::blame(int first_failed) {
+  BlameEvidence evidence;
+  evidence.suspects = suspects_;
+  evidence.failed = failed_ranks_;
+  try {
+    std::shared_ptr<Store> store = open_store(store_url_, Deadline::after(kReportConnect));
+    std::string prefix = options_.set_prefix ? job_id_ : env_value("GLOO_LITE_PREFIX").value_or("");
+    if (!prefix.empty()) store = make_prefix_store(std::move(store), prefix);
+    evidence.reports = read_failure_reports(*store, options_.ranks, Deadline::after(kReportRead));
+  } catch (const std::exception& e) {
+    LOG_INFO("launcher", "cannot read the ranks' failure reports: " << e.what());
+  }
+  return blame_clause(first_failed, evidence);
+}
+
 std::string Job::running_ranks() const {
   std::string list;
   for (const auto& process : ranks_) {
@@ -329,8 +375,10 @@ int Job::exit_status() {
         status = WEXITSTATUS(failed.status);
         how = "exited with status " + std::to_string(status);
       }
+      std::string culprit = blame(failed_rank_);
       summary = "rank " + std::to_string(failed_rank_) + " (pid " + std::to_string(failed.pid) +
-                ") " + how + "; " + stopped;
+                ") " + how + (culprit.empty() ? "" : ", the first to fail; " + culprit) + "; " +
+                stopped;
       break;
     }
     case StopReason::kInterrupted:
@@ -340,6 +388,7 @@ int Job::exit_status() {
     case StopReason::kTimedOut:
       status = 124;
       summary = "job exceeded --timeout " + seconds_text(options_.timeout_s) + "; " + stopped;
+      if (std::string culprit = blame(-1); !culprit.empty()) summary += "; " + culprit;
       break;
     case StopReason::kSpawnFailed:
       status = spawn_status_;

@@ -92,7 +92,9 @@ on loopback (the default) and neither GLOO_LITE_HOSTNAME nor GLOO_LITE_IFNAME se
 GLOO_LITE_HOSTNAME=127.0.0.1, since every rank runs on this host. Every line a
 rank prints is tagged "[rank] " on the launcher's stdout or stderr. When a rank fails (non-zero
 exit or a signal), the others get SIGTERM, then SIGKILL after the grace period, and
-gloo_lite_run exits with the failing rank's status (128 + signal number for a signal).
+gloo_lite_run exits with the failing rank's status (128 + signal number for a signal). Its
+summary also names the likely culprit: a rank found stopped or stuck when the first one failed,
+or the rank the failure reports in the store point at.
 
 Options:
   -n, --np N       number of ranks to start (1..4096)
@@ -100,7 +102,7 @@ Options:
   --timeout S      stop the job after S seconds (exit status 124); default: no limit
   --grace S        seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   --no-prefix      do not set GLOO_LITE_PREFIX (keep the one in the environment, if any)
-  --knobs          list every GLOO_LITE_* environment knob with its default and meaning
+  --knobs          list every GLOO_LITE_* environment knob: default, meaning, allowed values
   -h, --help       show this help
 
 SIGINT, SIGTERM and SIGHUP are forwarded to every rank (a second one kills them at once).
@@ -108,7 +110,8 @@ Standard input is /dev/null for every rank except rank 0 when it is not a termin
 
 Exit status: 0 when every rank exits 0; the first failing rank's status; 124 on --timeout;
 128 + signal when gloo_lite_run itself was interrupted; 127 when the program is not found;
-126 when it cannot be executed; 2 for a bad command line; 1 when the launcher itself fails.
+126 when it cannot be executed; 2 for a bad command line or a bad GLOO_LITE_* value (checked
+before any rank starts); 1 when the launcher itself fails.
 )";
 }
 

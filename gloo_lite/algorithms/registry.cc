@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/base/config.h"
@@ -47,24 +48,12 @@ bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 namespace {
 
-// GLOO_LITE_ALGO: "allreduce:ring;broadcast:tree", or a bare name that applies to every
-// collective offering it.
+// GLOO_LITE_ALGO, parsed once (validate_knobs has rejected unknown names at start).
 std::string env_choice(Collective collective) {
   static const std::map<std::string, std::string> choices = [] {
     std::map<std::string, std::string> parsed;
-    std::string spec = knob_string("GLOO_LITE_ALGO");
-    size_t start = 0;
-    while (start < spec.size()) {
-      size_t end = spec.find_first_of(";,", start);
-      if (end == std::string::npos) end = spec.size();
-      std::string item = spec.substr(start, end - start);
-      size_t colon = item.find(':');
-      if (colon == std::string::npos) {
-        parsed["*"] = item;
-      } else {
-        parsed[item.substr(0, colon)] = item.substr(colon + 1);
-      }
-      start = end + 1;
+    for (auto& [name, algorithm] : parse_algorithm_spec(knob_string("GLOO_LITE_ALGO"))) {
+      parsed[name] = algorithm;
     }
     return parsed;
   }();
@@ -72,6 +61,33 @@ std::string env_choice(Collective collective) {
   if (found != choices.end()) return found->second;
   found = choices.find("*");
   return found != choices.end() ? found->second : "auto";
+}
+
+// "auto, ring, halving_doubling, ...": what GLOO_LITE_ALGO may name for this collective.
+std::string algorithm_names(Collective collective) {
+  std::string text = "auto";
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective == collective) text += std::string(", ") + algorithm.name;
+  }
+  return text;
+}
+
+// "allreduce: auto, ring, ...; broadcast: auto, ...": every valid name, for messages.
+std::string every_algorithm() {
+  std::string text;
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    Collective collective = static_cast<Collective>(c);
+    text += std::string(text.empty() ? "" : "; ") + collective_name(collective) + ": " +
+            algorithm_names(collective);
+  }
+  return text;
+}
+
+std::optional<Collective> collective_named(const std::string& name) {
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  }
+  return std::nullopt;
 }
 
 std::string offered(Collective collective, const Call& call) {
@@ -85,6 +101,49 @@ std::string offered(Collective collective, const Call& call) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_algorithm_spec(const std::string& spec) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find_first_of(";,", start);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      entries.emplace_back("*", item);
+    } else {
+      entries.emplace_back(item.substr(0, colon), item.substr(colon + 1));
+    }
+  }
+  return entries;
+}
+
+void check_algorithm_spec(const std::string& spec) {
+  auto fail = [&](const std::string& problem) {
+    throw InvalidArgument("GLOO_LITE_ALGO='" + spec + "': " + problem +
+                          ". Valid names: " + every_algorithm());
+  };
+  for (const auto& [collective_text, name] : parse_algorithm_spec(spec)) {
+    if (name == "auto") continue;
+    if (collective_text == "*") {
+      bool offered_somewhere = false;
+      for (const Algorithm& algorithm : all_algorithms()) {
+        offered_somewhere = offered_somewhere || name == algorithm.name;
+      }
+      if (!offered_somewhere) fail("no collective has an algorithm named '" + name + "'");
+      continue;
+    }
+    std::optional<Collective> collective = collective_named(collective_text);
+    if (!collective) fail("no collective named '" + collective_text + "'");
+    if (find_algorithm(*collective, name) == nullptr) {
+      fail(collective_text + " has no algorithm named '" + name + "' (" + collective_text +
+           " offers: " + algorithm_names(*collective) + ")");
+    }
+  }
+}
 
 const Algorithm* find_algorithm(Collective collective, const std::string& name) {
   for (const Algorithm& algorithm : all_algorithms()) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gloo_lite/algorithms/call.h"
@@ -45,6 +46,14 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
 
 // The algorithm of this collective with this name, or nullptr.
 const Algorithm* find_algorithm(Collective collective, const std::string& name);
+
+// GLOO_LITE_ALGO's text ("allreduce:ring;broadcast:tree", or one bare name) as (collective,
+// algorithm) pairs in order; a bare name has collective "*". Empty entries are skipped.
+std::vector<std::pair<std::string, std::string>> parse_algorithm_spec(const std::string& spec);
+// Throws InvalidArgument naming GLOO_LITE_ALGO, the entry and the valid names when an entry
+// names an unknown collective, or an algorithm that the collective (or, for a bare name, every
+// collective) lacks. "auto" is valid everywhere.
+void check_algorithm_spec(const std::string& spec);
 
 // log2 helpers for cost formulas.
 int ceil_log2(int n);

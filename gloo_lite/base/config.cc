@@ -1,93 +1,392 @@
 #include "gloo_lite/base/config.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+
+extern char** environ;
 
 namespace gloo_lite {
+namespace {
+
+constexpr int64_t kKiB = 1ll << 10;
+constexpr int64_t kMiB = 1ll << 20;
+constexpr int64_t kGiB = 1ll << 30;
+// Longest deadline a knob may ask for: 30 days. Far beyond any job, and far below where a
+// deadline's clock arithmetic (nanoseconds in 64 bits, ~292 years) would overflow.
+constexpr int64_t kMaxDeadlineMs = 30ll * 24 * 3600 * 1000;
+
+constexpr KnobRule text() { return KnobRule{}; }
+constexpr KnobRule integer(int64_t min, int64_t max) {
+  return KnobRule{KnobKind::kInteger, min, max, 0, 0, ""};
+}
+constexpr KnobRule milliseconds(int64_t min, int64_t max) {
+  return KnobRule{KnobKind::kMilliseconds, min, max, 0, 0, ""};
+}
+constexpr KnobRule bytes(int64_t min, int64_t max) {
+  return KnobRule{KnobKind::kBytes, min, max, 0, 0, ""};
+}
+constexpr KnobRule number(double min, double max) {
+  return KnobRule{KnobKind::kNumber, 0, 0, min, max, ""};
+}
+constexpr KnobRule on_off() { return KnobRule{KnobKind::kSwitch, 0, 0, 0, 0, ""}; }
+constexpr KnobRule one_of(const char* words) {
+  return KnobRule{KnobKind::kWord, 0, 0, 0, 0, words};
+}
+constexpr KnobRule list_of(const char* words) {
+  return KnobRule{KnobKind::kWordList, 0, 0, 0, 0, words};
+}
+constexpr KnobRule algorithms() { return KnobRule{KnobKind::kAlgorithms, 0, 0, 0, 0, ""}; }
+
+// Variables of the test and CI harnesses (GLOO_LITE_TEST_TRANSPORT, GLOO_LITE_VM_*), which the
+// library never reads: no typo warning for them.
+constexpr const char* kHarnessPrefixes[] = {"GLOO_LITE_TEST_", "GLOO_LITE_VM_"};
+
+}  // namespace
 
 const std::vector<Knob>& gloo_lite_knobs() {
   static const std::vector<Knob> knobs = {
       {"GLOO_LITE_STORE", "",
-       "Rendezvous store URL: file:///dir, tcp://host:port or redis://[:password@]host:port[/db]"},
+       "Rendezvous store URL: file:///dir, tcp://host:port or redis://[:password@]host:port[/db]",
+       text()},
       {"GLOO_LITE_RANK", "",
        "This process's rank (else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
-       "SLURM_PROCID)"},
+       "SLURM_PROCID)",
+       integer(0, 1 << 24)},
       {"GLOO_LITE_SIZE", "",
        "Number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, "
-       "SLURM_NTASKS)"},
-      {"GLOO_LITE_LOCAL_RANK", "", "Rank among the processes on this host (set by gloo_lite_run)"},
-      {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store"},
+       "SLURM_NTASKS)",
+       integer(1, 1 << 24)},
+      {"GLOO_LITE_LOCAL_RANK", "", "Rank among the processes on this host (set by gloo_lite_run)",
+       integer(0, 1 << 24)},
+      {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store",
+       text()},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
-       "Default deadline for rendezvous and every operation, in milliseconds"},
-      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)"},
+       "Default deadline for rendezvous and every operation, in milliseconds",
+       milliseconds(1, kMaxDeadlineMs)},
+      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)",
+       one_of("tcp ibverbs")},
       {"GLOO_LITE_IFNAME", "",
-       "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)"},
+       "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)",
+       text()},
       {"GLOO_LITE_HOSTNAME", "",
        "Address to listen on and publish (host name or IP), overrides "
-       "interface selection"},
+       "interface selection",
+       text()},
       {"GLOO_LITE_TCP_EAGER_BYTES", "65536",
-       "Messages up to this size are sent eagerly; larger ones wait for the receiver (rendezvous)"},
+       "Messages up to this size are sent eagerly; larger ones wait for the receiver (rendezvous)",
+       bytes(0, kGiB)},
       {"GLOO_LITE_TCP_UNEXPECTED_BYTES", "67108864",
        "Bound on eager payloads buffered before their receive is posted, per context; beyond it "
-       "the sender is held back (TCP back-pressure), nothing is dropped"},
-      {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)"},
+       "the sender is held back (TCP back-pressure), nothing is dropped",
+       bytes(1, 64 * kGiB)},
+      {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)",
+       bytes(0, kGiB)},
       {"GLOO_LITE_IB_DEVICE", "",
-       "ibverbs: RDMA device and port, name[:port] (e.g. mlx5_0:1); default the first ACTIVE port"},
+       "ibverbs: RDMA device and port, name[:port] (e.g. mlx5_0:1); default the first ACTIVE port",
+       text()},
       {"GLOO_LITE_IB_GID_INDEX", "-1",
-       "ibverbs: GID index; -1 picks RoCE v2 with an IPv4-mapped address (::ffff:a.b.c.d) first"},
+       "ibverbs: GID index; -1 picks RoCE v2 with an IPv4-mapped address (::ffff:a.b.c.d) first",
+       integer(-1, 255)},
       {"GLOO_LITE_IB_RECV_DEPTH", "32",
        "ibverbs: credited receive buffers per peer (the sender never has more eager messages in "
-       "flight)"},
+       "flight)",
+       integer(4, 65536)},
       {"GLOO_LITE_IB_BUFFER_BYTES", "8192",
        "ibverbs: size of one eager buffer, 32-byte header included; larger messages use "
-       "rendezvous (RDMA WRITE WITH IMMEDIATE). Must be equal on every rank"},
+       "rendezvous (RDMA WRITE WITH IMMEDIATE). Must be equal on every rank",
+       bytes(256, kGiB)},
       {"GLOO_LITE_IB_PINNED_BYTES", "17179869184",
-       "ibverbs: bound on user memory pinned by the registration cache, in bytes"},
+       "ibverbs: bound on user memory pinned by the registration cache, in bytes",
+       bytes(kMiB, int64_t{1} << 50)},
       {"GLOO_LITE_IB_TIMEOUT", "17",
        "ibverbs: RC ack timeout exponent (4.096 us * 2^n per try); dead peers are detected by "
-       "the side channel, not by retry exhaustion"},
-      {"GLOO_LITE_IB_RETRY_COUNT", "7", "ibverbs: RC transport retries before a send fails"},
+       "the side channel, not by retry exhaustion",
+       integer(0, 31)},
+      {"GLOO_LITE_IB_RETRY_COUNT", "7", "ibverbs: RC transport retries before a send fails",
+       integer(0, 7)},
       {"GLOO_LITE_IB_BUSY_POLL", "0",
-       "ibverbs: 1 makes waiters poll the completion queue without sleeping (one core per waiter)"},
+       "ibverbs: 1 makes waiters poll the completion queue without sleeping (one core per waiter)",
+       on_off()},
       {"GLOO_LITE_IB_SPIN_US", "0",
        "ibverbs: microseconds a waiter polls the completion queue before sleeping on the "
-       "completion channel"},
+       "completion channel",
+       integer(0, 1000000)},
       {"GLOO_LITE_SPIN_US", "0",
        "A waiting rank polls its sockets without sleeping for up to this many microseconds "
-       "before it blocks (0: never spin; worth it only with a spare core per rank)"},
+       "before it blocks (0: never spin; worth it only with a spare core per rank)",
+       integer(0, 1000000)},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
-       "for every collective that has it"},
+       "for every collective that has it",
+       algorithms()},
       {"GLOO_LITE_CHECK", "0",
        "1: ranks compare each collective's fingerprint (collective, type, count, root, op) "
-       "before moving data and raise MismatchError on disagreement"},
+       "before moving data and raise MismatchError on disagreement",
+       on_off()},
       {"GLOO_LITE_FLIGHT_RECORDS", "64",
-       "Collectives each context remembers for its flight recorder (dumped on failure; 0: off)"},
-      {"GLOO_LITE_ALPHA_US", "30", "Cost model: latency of one message step, microseconds"},
+       "Collectives each context remembers for its flight recorder (dumped on failure; 0: off)",
+       integer(0, 1 << 20)},
+      {"GLOO_LITE_ALPHA_US", "30", "Cost model: latency of one message step, microseconds",
+       number(0, 1e6)},
       {"GLOO_LITE_OVERHEAD_US", "35",
        "Cost model: CPU time one message costs its host (send, receive, wake-up), "
-       "microseconds; matters where ranks outnumber cores"},
+       "microseconds; matters where ranks outnumber cores",
+       number(0, 1e6)},
       {"GLOO_LITE_CORES", "0",
        "CPUs per host the cost model assumes (0: those this process may run on, from its "
-       "affinity mask)"},
-      {"GLOO_LITE_BETA_GBPS", "1.5", "Cost model: point-to-point bandwidth, GB/s"},
+       "affinity mask)",
+       integer(0, 1 << 20)},
+      {"GLOO_LITE_BETA_GBPS", "1.5", "Cost model: point-to-point bandwidth, GB/s",
+       number(1e-6, 1e6)},
       {"GLOO_LITE_GAMMA_GBPS", "20",
-       "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)"},
-      {"GLOO_LITE_SIMD", "auto", "Reduction kernels: auto (by CPU features) or portable"},
-      {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace"},
+       "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)",
+       number(1e-6, 1e6)},
+      {"GLOO_LITE_SIMD", "auto", "Reduction kernels: auto (by CPU features) or portable",
+       one_of("auto portable")},
+      {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace",
+       one_of("error warn info debug trace")},
       {"GLOO_LITE_LOG_SUBSYS", "all",
-       "Comma list of subsystems to log (store, tcp, context, launcher, coll) or all"},
+       "Comma list of subsystems to log (store, tcp, ibverbs, context, launcher, coll, config) "
+       "or all",
+       list_of("all store tcp ibverbs context launcher coll config")},
   };
   return knobs;
 }
 
-static const Knob& find_knob(const char* name) {
+const Knob* find_knob(const std::string& name) {
   for (const auto& knob : gloo_lite_knobs()) {
-    if (std::strcmp(knob.name, name) == 0) return knob;
+    if (name == knob.name) return &knob;
   }
+  return nullptr;
+}
+
+static const Knob& declared_knob(const char* name) {
+  if (const Knob* knob = find_knob(name)) return *knob;
   throw InvalidArgument(std::string("internal: undeclared knob ") + name);
+}
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(separator, start);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+bool is_word_of(const std::string& word, const char* words) {
+  for (const auto& allowed : split(words, ' ')) {
+    if (word == allowed) return true;
+  }
+  return false;
+}
+
+std::string comma_words(const char* words) {
+  std::string text;
+  for (const auto& word : split(words, ' ')) text += (text.empty() ? "" : ", ") + word;
+  return text;
+}
+
+// Byte sizes read best with the largest binary suffix that divides them exactly.
+std::string bytes_text(int64_t value) {
+  for (auto [scale, suffix] : {std::pair{kGiB, "G"}, {kMiB, "M"}, {kKiB, "K"}}) {
+    if (value >= scale && value % scale == 0) return std::to_string(value / scale) + suffix;
+  }
+  return std::to_string(value);
+}
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+// A decimal integer; nullopt when malformed or beyond int64.
+std::optional<int64_t> parse_integer(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  bool digits_first = std::isdigit(static_cast<unsigned char>(text[0])) ||
+                      (text.size() > 1 && (text[0] == '-' || text[0] == '+'));
+  if (!digits_first || *end != '\0' || errno == ERANGE) return std::nullopt;
+  return value;
+}
+
+[[noreturn]] void reject(const Knob& knob, const std::string& value, const char* problem) {
+  throw InvalidArgument(std::string(knob.name) + "='" + value + "' " + problem +
+                        "; allowed: " + knob_allowed(knob) + " (see gloo_lite_run --knobs)");
+}
+
+// The knob's value as an integer of its kind, range checked.
+int64_t checked_integer(const Knob& knob, const std::string& value) {
+  int64_t parsed = 0;
+  if (knob.allowed.kind == KnobKind::kBytes) {
+    try {
+      uint64_t size = parse_bytes(value, knob.name);
+      if (size > static_cast<uint64_t>(INT64_MAX)) reject(knob, value, "is out of range");
+      parsed = static_cast<int64_t>(size);
+    } catch (const InvalidArgument&) {
+      reject(knob, value, "is not a byte size");
+    }
+  } else if (auto integer = parse_integer(value)) {
+    parsed = *integer;
+  } else {
+    reject(knob, value, "is not an integer");
+  }
+  if (parsed < knob.allowed.min_int || parsed > knob.allowed.max_int) {
+    reject(knob, value, "is out of range");
+  }
+  return parsed;
+}
+
+std::optional<bool> parse_switch(const std::string& text) {
+  for (const char* word : {"1", "true", "yes", "on"}) {
+    if (text == word) return true;
+  }
+  for (const char* word : {"0", "false", "no", "off"}) {
+    if (text == word) return false;
+  }
+  return std::nullopt;
+}
+
+// Optimal string alignment distance: insertions, deletions, substitutions and transpositions of
+// neighbours each cost 1 (transposed letters are the commonest typo: TIMOEUT, ALOG).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string knob_allowed(const Knob& knob) {
+  const KnobRule& rule = knob.allowed;
+  switch (rule.kind) {
+    case KnobKind::kText:
+      return "text";
+    case KnobKind::kInteger:
+      return "integer in " + std::to_string(rule.min_int) + ".." + std::to_string(rule.max_int);
+    case KnobKind::kMilliseconds:
+      return "milliseconds in " + std::to_string(rule.min_int) + ".." +
+             std::to_string(rule.max_int);
+    case KnobKind::kBytes:
+      return "bytes in " + bytes_text(rule.min_int) + ".." + bytes_text(rule.max_int) +
+             " (suffix K, M, G: binary multiples)";
+    case KnobKind::kNumber:
+      return "number in " + number_text(rule.min_number) + ".." + number_text(rule.max_number);
+    case KnobKind::kSwitch:
+      return "1, 0, true, false, yes, no, on, off";
+    case KnobKind::kWord:
+      return "one of " + comma_words(rule.words);
+    case KnobKind::kWordList:
+      return "comma list of " + comma_words(rule.words);
+    case KnobKind::kAlgorithms:
+      return "collective:algorithm pairs separated by ';' or ',', or one algorithm name, each "
+             "from the registry (auto allowed)";
+  }
+  return "?";
+}
+
+void check_knob_value(const Knob& knob, const std::string& value) {
+  const KnobRule& rule = knob.allowed;
+  switch (rule.kind) {
+    case KnobKind::kText:
+    case KnobKind::kAlgorithms:
+      return;
+    case KnobKind::kInteger:
+    case KnobKind::kMilliseconds:
+    case KnobKind::kBytes:
+      checked_integer(knob, value);
+      return;
+    case KnobKind::kNumber: {
+      char* end = nullptr;
+      double parsed = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !std::isfinite(parsed)) {
+        reject(knob, value, "is not a number");
+      }
+      if (parsed < rule.min_number || parsed > rule.max_number) {
+        reject(knob, value, "is out of range");
+      }
+      return;
+    }
+    case KnobKind::kSwitch:
+      if (!parse_switch(value)) reject(knob, value, "is not a switch");
+      return;
+    case KnobKind::kWord:
+      if (!is_word_of(value, rule.words)) reject(knob, value, "is not a known word");
+      return;
+    case KnobKind::kWordList:
+      for (const auto& word : split(value, ',')) {
+        if (!is_word_of(word, rule.words)) {
+          reject(knob, value, ("has an unknown entry '" + word + "'").c_str());
+        }
+      }
+      return;
+  }
+}
+
+const Knob& closest_knob(const std::string& name) {
+  const Knob* best = &gloo_lite_knobs().front();
+  size_t best_distance = SIZE_MAX;
+  for (const auto& knob : gloo_lite_knobs()) {
+    size_t distance = edit_distance(name, knob.name);
+    if (distance < best_distance) best_distance = distance, best = &knob;
+  }
+  return *best;
+}
+
+void check_knob_environment(bool warn_unknown) {
+  for (const auto& knob : gloo_lite_knobs()) {
+    if (auto value = env_value(knob.name)) check_knob_value(knob, *value);
+  }
+  if (!warn_unknown) return;
+  // One warning per unknown variable and process, however many contexts are created.
+  static std::mutex mutex;
+  static std::vector<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string variable = *entry;
+    std::string name = variable.substr(0, variable.find('='));
+    if (name.compare(0, 10, "GLOO_LITE_") != 0 || find_knob(name) != nullptr) continue;
+    bool harness = false;
+    for (const char* prefix : kHarnessPrefixes) {
+      harness = harness || name.compare(0, std::strlen(prefix), prefix) == 0;
+    }
+    if (harness) continue;
+    bool seen = false;
+    for (const auto& done : warned) seen = seen || done == name;
+    if (seen) continue;
+    warned.push_back(name);
+    LOG_WARN("config", name << " is set but is not a gloo_lite knob and is ignored; closest knob: "
+                            << closest_knob(name).name << " (gloo_lite_run --knobs lists them)");
+  }
 }
 
 std::optional<std::string> env_value(const char* name) {
@@ -97,30 +396,30 @@ std::optional<std::string> env_value(const char* name) {
 }
 
 std::string knob_string(const char* name) {
-  const Knob& knob = find_knob(name);
+  const Knob& knob = declared_knob(name);
   if (auto value = env_value(name)) return *value;
   return knob.default_value;
 }
 
 int64_t knob_int(const char* name) {
+  const Knob& knob = declared_knob(name);
   std::string text = knob_string(name);
   if (text.empty()) return 0;
-  char* end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0') {
-    throw InvalidArgument(std::string(name) + "='" + text + "' is not an integer");
+  switch (knob.allowed.kind) {
+    case KnobKind::kInteger:
+    case KnobKind::kMilliseconds:
+    case KnobKind::kBytes:
+      return checked_integer(knob, text);
+    default:
+      throw InvalidArgument(std::string("internal: knob ") + name + " is not an integer knob");
   }
-  return value;
 }
 
 double knob_double(const char* name) {
+  const Knob& knob = declared_knob(name);
   std::string text = knob_string(name);
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') {
-    throw InvalidArgument(std::string(name) + "='" + text + "' is not a number");
-  }
-  return value;
+  check_knob_value(knob, text);
+  return std::strtod(text.c_str(), nullptr);
 }
 
 std::chrono::milliseconds knob_ms(const char* name) {
@@ -128,15 +427,27 @@ std::chrono::milliseconds knob_ms(const char* name) {
 }
 
 bool knob_bool(const char* name) {
+  const Knob& knob = declared_knob(name);
   std::string text = knob_string(name);
-  return !(text.empty() || text == "0" || text == "false" || text == "no" || text == "off");
+  if (text.empty()) return false;
+  auto value = parse_switch(text);
+  if (!value) reject(knob, text, "is not a switch");
+  return *value;
 }
 
 uint64_t parse_bytes(const std::string& text, const char* what) {
+  auto bad = [&](const char* problem) {
+    return InvalidArgument(std::string(what) + ": '" + text + "' " + problem +
+                           " (expected a byte count such as 4096, 64K, 8M or 1G)");
+  };
+  // strtoull would skip blanks and wrap a minus sign around: "-5" must not become 2^64 - 5.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) {
+    throw bad("is not a size");
+  }
+  errno = 0;
   char* end = nullptr;
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str())
-    throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
+  if (errno == ERANGE) throw bad("is too large");
   uint64_t scale = 1;
   if (*end == 'K' || *end == 'k')
     scale = 1ull << 10, ++end;
@@ -144,7 +455,8 @@ uint64_t parse_bytes(const std::string& text, const char* what) {
     scale = 1ull << 20, ++end;
   else if (*end == 'G' || *end == 'g')
     scale = 1ull << 30, ++end;
-  if (*end != '\0') throw InvalidArgument(std::string(what) + ": '" + text + "' is not a size");
+  if (*end != '\0') throw bad("is not a size");
+  if (value > UINT64_MAX / scale) throw bad("is too large");
   return value * scale;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -49,6 +50,10 @@ const LogSettings& settings() {
 }
 
 std::atomic<int> g_rank{-1};
+std::mutex g_role_mutex;
+// Guarded by g_role_mutex; "" until log_set_identity. Never destroyed, so that threads still
+// logging while the process exits find it intact.
+std::string& g_role = *new std::string;
 
 const char* level_name(LogLevel level) {
   switch (level) {
@@ -80,10 +85,22 @@ bool log_enabled(LogLevel level, const char* subsys) {
 
 void log_set_rank(int rank) { g_rank.store(rank); }
 
+void log_set_identity(const std::string& role) {
+  std::lock_guard<std::mutex> lock(g_role_mutex);
+  g_role = role;
+}
+
+std::string log_identity() {
+  int rank = g_rank.load();
+  if (rank >= 0) return "rank " + std::to_string(rank);
+  std::lock_guard<std::mutex> lock(g_role_mutex);
+  if (!g_role.empty()) return g_role;
+  return program_invocation_short_name;
+}
+
 void log_write(LogLevel level, const char* subsys, const std::string& message) {
-  std::string line = settings().host + ":" + std::to_string(getpid()) + " rank " +
-                     std::to_string(g_rank.load()) + " [" + subsys + "] " + level_name(level) +
-                     " " + message + "\n";
+  std::string line = settings().host + ":" + std::to_string(getpid()) + " " + log_identity() +
+                     " [" + subsys + "] " + level_name(level) + " " + message + "\n";
   // One write() per line keeps lines whole across threads and processes sharing stderr.
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;

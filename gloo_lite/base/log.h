@@ -1,4 +1,6 @@
-// One log line format for the whole library:  host:pid rank R [subsys] LEVEL message
+// One log line format for the whole library:  host:pid WHO [subsys] LEVEL message
+// where WHO is "rank R" in a rank, else the process's role ("launcher", "store"; set by the
+// gloo_lite_run and gloo_lite_store mains), else the program's name.
 // Level from GLOO_LITE_LOG, subsystems from GLOO_LITE_LOG_SUBSYS. Lines go to stderr, written
 // with a single write() so that lines of concurrent threads and processes never interleave.
 #pragma once
@@ -12,8 +14,13 @@ enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3, kTrace = 4 }
 
 bool log_enabled(LogLevel level, const char* subsys);
 void log_write(LogLevel level, const char* subsys, const std::string& message);
-// The rank shown in log lines of this process (-1 until a context or bootstrap sets it).
+// The rank shown in log lines of this process (bootstrap and contexts set it; -1: none).
 void log_set_rank(int rank);
+// The role shown in log lines of a process that is not a rank ("launcher", "store"); a rank
+// set with log_set_rank takes precedence.
+void log_set_identity(const std::string& role);
+// "rank 3", "launcher", or the program's name: what log lines show after host:pid.
+std::string log_identity();
 
 }  // namespace gloo_lite
 

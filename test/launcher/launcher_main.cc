@@ -9,8 +9,13 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
+#include "gloo_lite/base/config.h"
 #include "gloo_lite/bootstrap.h"
+#include "gloo_lite/collectives.h"
+#include "gloo_lite/failure_report.h"
+#include "rendezvous/stores.h"
 
 namespace {
 
@@ -70,11 +75,63 @@ int helper_bootstrap() {
   return received == 1000 + left ? 0 : 1;
 }
 
+// allreduce-loop DIR: init_from_env, one allreduce, DIR/pid.RANK written, then allreduces until
+// one fails (a stopped peer makes that a time-out); checks every result.
+int helper_allreduce_loop(const std::string& dir) {
+  auto context = gloo_lite::init_from_env();
+  int rank = context->rank();
+  int size = context->size();
+  std::vector<int> data(4, rank);
+  gloo_lite::allreduce(*context, data);
+  std::string file = dir + "/pid." + std::to_string(rank);
+  FILE* out = std::fopen((file + ".tmp").c_str(), "w");
+  if (out == nullptr) return 4;
+  std::fprintf(out, "%d\n", static_cast<int>(getpid()));
+  std::fclose(out);
+  std::rename((file + ".tmp").c_str(), file.c_str());
+  const int expected = size * (size - 1) / 2;
+  for (;;) {
+    for (int& value : data) value = rank;
+    gloo_lite::allreduce(*context, data);
+    for (int value : data) {
+      if (value != expected) return 5;
+    }
+  }
+}
+
+// report REPORTER CULPRITS STATUS: rank REPORTER publishes a failure report naming CULPRITS
+// (comma list, or - for none) in the job's store and exits STATUS; the others wait to be
+// stopped.
+int helper_report(int reporter, const std::string& culprits_text, int status) {
+  int rank = std::atoi(std::getenv("GLOO_LITE_RANK"));
+  if (rank != reporter) {
+    for (;;) pause();
+  }
+  using namespace gloo_lite;
+  std::shared_ptr<Store> store =
+      open_store(knob_string("GLOO_LITE_STORE"), Deadline::after(std::chrono::seconds(10)));
+  std::string prefix = knob_string("GLOO_LITE_PREFIX");
+  if (!prefix.empty()) store = make_prefix_store(std::move(store), prefix);
+  std::vector<int> culprits;
+  for (size_t start = 0; culprits_text != "-" && start < culprits_text.size();) {
+    culprits.push_back(std::atoi(culprits_text.c_str() + start));
+    size_t comma = culprits_text.find(',', start);
+    start = comma == std::string::npos ? culprits_text.size() : comma + 1;
+  }
+  publish_failure_report(*store, rank, culprits, "helper: pretending to time out",
+                         Deadline::after(std::chrono::seconds(5)));
+  return status;
+}
+
 int rank_helper(int argc, char** argv) {
   std::string mode = argc > 0 ? argv[0] : "";
   try {
     if (mode == "lines" && argc == 3) return helper_lines(std::atoi(argv[1]), std::atoi(argv[2]));
     if (mode == "bootstrap") return helper_bootstrap();
+    if (mode == "allreduce-loop" && argc == 2) return helper_allreduce_loop(argv[1]);
+    if (mode == "report" && argc == 4) {
+      return helper_report(std::atoi(argv[1]), argv[2], std::atoi(argv[3]));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank helper %s failed: %s\n", mode.c_str(), e.what());
     return 1;
