@@ -7,7 +7,7 @@
 //   fault_rank sendrecv SEND_BYTES RECV_BYTES            rank 0 sends, rank 1 posts a receive
 //   fault_rank once                                      one verified allreduce
 //   fault_rank two-contexts                              a second init_from_env while the first
-//                                                        lives, then one allreduce on each
+//                                                        lives, then allreduces on both
 //
 // Every rank prints, flushed, "fault_rank rank=R ready t_ms=T" once connected and exactly one
 // final line "fault_rank rank=R result=ok|wrong|error t_ms=T iterations=N type=TYPE what=TEXT"
@@ -24,6 +24,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gloo_lite/base/error.h"
@@ -174,12 +175,17 @@ int run_once() {
   return finish(ok ? "ok" : "wrong");
 }
 
+// The first context is used before the second is made, and rank r asks for the second
+// (P - 1 - r) * 200 ms after the last rank: the ranks that connect to lower ranks come first,
+// and must not take a slow rank's address from the first context.
 int run_two_contexts() {
   auto first = connect();
-  auto second = gloo_lite::init_from_env();
   std::vector<float> data(1 << 10);
-  bool ok = verified_allreduce(*first, data) && verified_allreduce(*second, data);
-  g_iterations = 2;
+  bool ok = verified_allreduce(*first, data);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200 * (first->size() - 1 - first->rank())));
+  auto second = gloo_lite::init_from_env();
+  ok = verified_allreduce(*second, data) && ok && verified_allreduce(*first, data);
+  g_iterations = 3;
   return finish(ok ? "ok" : "wrong");
 }
 
