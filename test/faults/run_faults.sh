@@ -87,16 +87,16 @@ case_rank_signal() {
   wait_pids "$OUTER_S" $(for r in $survivors; do echo "${PIDS[r]}"; done)
   judge "$name" "$survivors" "$inject"
   if [ "$signal" = KILL ]; then
-    errors_within 3 "$PROMPT_MS" ConnectionError
+    errors_within 3 "$PROMPT_MS" "ConnectionError.*rank 2 "
     local met=$?
     row "rank killed mid-collective" "SIGKILL to rank 2 of 4 in a 4 MiB allreduce loop" \
       "$(measured_text)" "$TEXT" "ConnectionError naming rank 2 on every survivor, ≤ ${PROMPT_MS} ms" \
       "$(met_if $met)"
   else
-    errors_within 3 "$LATE_MS"
+    errors_within 3 "$LATE_MS" "rank 2 "
     local met=$?
     row "rank stopped mid-collective" "SIGSTOP to rank 2 of 4 in a 4 MiB allreduce loop" \
-      "$(measured_text)" "$TEXT" "an error on every survivor, ≤ deadline + 1 s (${LATE_MS} ms)" \
+      "$(measured_text)" "$TEXT" "an error naming rank 2 on every survivor, ≤ deadline + 1 s (${LATE_MS} ms)" \
       "$(met_if $met)"
   fi
   kill_started
@@ -113,7 +113,7 @@ case_store_fault() {
   start_ranks "$name" "3" "$P" once
   wait_pids "$OUTER_S" "${PIDS[0]}" "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}"
   judge "$name" "0 1 2 3" "$inject"
-  errors_within 4 "$LATE_MS" StoreError
+  errors_within 4 "$LATE_MS" "StoreError.*tcp://"
   local met=$?
   local how=killed
   [ "$signal" = STOP ] && how=stopped
@@ -254,16 +254,20 @@ case_restart_same_prefix() {
     wait_pids "$OUTER_S" "${PIDS[0]}" "${PIDS[1]}"
   fi
   mv "$WORK/$name.0" "$WORK/$name.first0"
+  # Rank 1 comes back first, as a rank that is quicker to restart would: it finds rank 0's
+  # address key still there, from the first job.
   inject=$(now_ms)
-  start_ranks "$name" "0 1" 2 once
+  start_ranks "$name" "1" 2 once
+  sleep 0.3
+  start_ranks "$name" "0" 2 once
   wait_pids "$OUTER_S" "${PIDS[0]}" "${PIDS[1]}"
   judge "$name" "0 1" "$inject"
-  completed_ok 2 && [ "$SLOWEST_MS" -le "$PROMPT_MS" ]
+  completed_ok 2 && [ "$SLOWEST_MS" -le $((PROMPT_MS + 300)) ]
   local met=$?
   local first="ended cleanly"
   [ "$how" = killed ] && first="had rank 1 SIGKILLed"
-  row "restarted job on the same store prefix" "a 2-rank job on prefix P $first; the same job again on the same store and P" \
-    "$(measured_text) (from the restart)" "$TEXT" "the new job works, ≤ ${PROMPT_MS} ms" "$(met_if $met)"
+  row "restarted job on the same store prefix" "a 2-rank job on prefix P $first; the same job again on the same store and P, rank 1 starting 0.3 s before rank 0" \
+    "$(measured_text) (from the restart)" "$TEXT" "the new job works, ≤ $((PROMPT_MS + 300)) ms (the stagger included)" "$(met_if $met)"
   kill_started
 }
 
