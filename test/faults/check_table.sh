@@ -5,7 +5,7 @@
 #   check_table.sh BUILD_DIR
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-EXPECTED_ROWS=28
+EXPECTED_ROWS=32
 output=$(timeout -k 5 240 "$HERE/run_faults.sh" "$1")
 status=$?
 echo "$output"

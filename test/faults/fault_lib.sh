@@ -137,6 +137,12 @@ judge() {
     what=$(final_field "$file" what)
     if [ -z "$result" ]; then
       key="ended without a final line"
+      local status=${PIDS[rank]:+${STATUS_OF[${PIDS[rank]}]:-}}
+      if [ -n "$status" ] && [ "$status" -gt 128 ]; then
+        key="$key, killed by SIG$(kill -l $((status - 128)))"
+      elif [ -n "$status" ]; then
+        key="$key, exit status $status"
+      fi
       local said
       said=$(grep -v '^fault_rank' "$file" 2>/dev/null | head -n 1)
       [ -n "$said" ] && key="$key; it said: $said"
@@ -191,7 +197,8 @@ send_garbage() {
 
 # hold_silent PORT SECONDS: a stranger connects to 127.0.0.1:PORT and sends nothing.
 hold_silent() {
-  exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null && sleep "$2"
+  # Called in the background: exec, so that the pid is the one holding the connection.
+  exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null && exec sleep "$2"
 }
 
 # kill_quietly SIGNAL PID: a process of ours; after SIGKILL it is reaped at once, so that bash
@@ -201,3 +208,16 @@ kill_quietly() {
   [ "$1" = KILL ] && wait "$2" 2>/dev/null
   return 0
 }
+
+# hold_big_body PORT MIB SECONDS: a stranger speaking the TCP store's framing
+# (rendezvous/tcp_store_protocol.h: magic "GLST", version 1, op set, no timeout, little-endian)
+# announces the largest request body allowed, 64 MiB + 64 KiB, sends MIB MiB of it and stalls.
+hold_big_body() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null || return
+  printf 'GLST\x01\x00\x01\x00\xff\xff\xff\xff\x00\x00\x01\x04' >&3
+  head -c "$(($2 << 20))" /dev/zero >&3
+  exec sleep "$3"  # in the background: the pid holds the connection
+}
+
+# rss_mib PID: the resident memory of a process of ours, in MiB.
+rss_mib() { awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null; }

@@ -8,6 +8,11 @@
 //   fault_rank once                                      one verified allreduce
 //   fault_rank two-contexts                              a second init_from_env while the first
 //                                                        lives, then allreduces on both
+//   fault_rank huge-count                                allreduce of 2^62 floats on a small
+//                                                        buffer (the byte size overflows)
+//   fault_rank throwing-reduction                        a custom reduction that throws on rank 1
+//   fault_rank same-tag-threads                          two threads, 200 allreduces each, on
+//                                                        one context and tag at once
 //
 // Every rank prints, flushed, "fault_rank rank=R ready t_ms=T" once connected and exactly one
 // final line "fault_rank rank=R result=ok|wrong|error t_ms=T iterations=N type=TYPE what=TEXT"
@@ -23,6 +28,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,10 +195,67 @@ int run_two_contexts() {
   return finish(ok ? "ok" : "wrong");
 }
 
+// A count whose byte size overflows size_t: the buffer holds 16 floats, the call claims 2^62.
+int run_huge_count() {
+  auto context = connect();
+  std::vector<float> data(16, 1.0f);
+  size_t count = size_t{1} << 62;
+  gloo_lite::allreduce(*context, data.data(), data.data(), count, gloo_lite::DataType::kFloat32,
+                       gloo_lite::ReduceOp::kSum);
+  g_iterations = 1;
+  // Returning at all is wrong: no rank can have reduced 2^62 elements.
+  return finish("wrong");
+}
+
+int run_throwing_reduction() {
+  auto context = connect();
+  std::vector<float> data(1 << 16, 1.0f);
+  gloo_lite::CollectiveOptions options;
+  int rank = context->rank();
+  options.custom = [rank](void* inout, const void* in, size_t count) {
+    if (rank == 1) throw std::runtime_error("user reduction refused its input on rank 1");
+    auto* out = static_cast<float*>(inout);
+    const auto* add = static_cast<const float*>(in);
+    for (size_t i = 0; i < count; ++i) out[i] += add[i];
+  };
+  gloo_lite::allreduce(*context, data.data(), data.data(), data.size(),
+                       gloo_lite::DataType::kFloat32, gloo_lite::ReduceOp::kCustom, options);
+  g_iterations = 1;
+  return finish("ok");
+}
+
+// Two threads on one tag at once: either the library serialises them (every result right) or
+// it refuses; wrong sums with no error are the failure this looks for.
+int run_same_tag_threads() {
+  auto context = connect();
+  constexpr int kCalls = 200;
+  bool ok[2] = {true, true};
+  std::string errors[2];
+  auto work = [&](int thread) {
+    try {
+      std::vector<float> data(1 << 16);
+      for (int i = 0; i < kCalls; ++i)
+        ok[thread] = verified_allreduce(*context, data) && ok[thread];
+    } catch (const std::exception& e) {
+      errors[thread] = e.what();
+    }
+  };
+  std::thread first(work, 0);
+  std::thread second(work, 1);
+  first.join();
+  second.join();
+  g_iterations = 2 * kCalls;
+  if (!errors[0].empty() || !errors[1].empty()) {
+    return finish("error", "Error", (errors[0].empty() ? errors[1] : errors[0]).c_str());
+  }
+  return finish(ok[0] && ok[1] ? "ok" : "wrong");
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: fault_rank loop BYTES SECONDS [allreduce|broadcast] | mismatch "
-               "count|dtype|root | sendrecv SEND RECV | once | two-contexts\n");
+               "count|dtype|root | sendrecv SEND RECV | once | two-contexts | huge-count | "
+               "throwing-reduction | same-tag-threads\n");
   return 2;
 }
 
@@ -208,6 +271,9 @@ int dispatch(int argc, char** argv) {
   }
   if (mode == "once" && argc == 2) return run_once();
   if (mode == "two-contexts" && argc == 2) return run_two_contexts();
+  if (mode == "huge-count" && argc == 2) return run_huge_count();
+  if (mode == "throwing-reduction" && argc == 2) return run_throwing_reduction();
+  if (mode == "same-tag-threads" && argc == 2) return run_same_tag_threads();
   return usage();
 }
 

@@ -188,6 +188,32 @@ case_store_garbage() {
   kill_started
 }
 
+# The issue-9 memory attack on the store: strangers announce maximum-size bodies and stall
+# half-way; the store must cap what it buffers and keep serving the real job.
+case_store_big_bodies() {
+  local name=store_big_bodies inject port strangers=8 before after i established
+  start_store "$name" || return
+  port=${STORE_URL##*:}
+  before=$(rss_mib "$STORE_PID")
+  for ((i = 0; i < strangers; ++i)); do
+    hold_big_body "$port" 32 6 &
+    STARTED_PIDS+=("$!")
+  done
+  sleep 2
+  after=$(rss_mib "$STORE_PID")
+  inject=$(now_ms)
+  start_ranks "$name" "0 1 2 3" "$P" once
+  wait_pids "$OUTER_S" "${PIDS[@]}"
+  judge "$name" "0 1 2 3" "$inject"
+  established=$(ss -Htn state established "( sport = :$port )" 2>/dev/null | wc -l)
+  completed_ok 4 && [ $((after - before)) -le 64 ]
+  local met=$?
+  row "strangers pinning store memory" "$strangers connections to gloo_lite_store, each announcing a 64 MiB set, sending 32 MiB of it and stalling; then a job" \
+    "$(measured_text) (the job, from its start)" "store RSS ${before} → ${after} MiB with the strangers in; $established stranger connections still open after the job<br>$TEXT" \
+    "the job is unaffected and the store buffers ≤ 64 MiB for strangers" "$(met_if $met)"
+  kill_started
+}
+
 case_mismatch() {
   local kind=$1 check=$2 name="mismatch_$1_$2" inject what
   start_store "$name" || return
@@ -271,11 +297,47 @@ case_restart_same_prefix() {
   kill_started
 }
 
+# Calls that break the API's rules on purpose (issue 9's memory-safety, lost-cause and
+# thread-safety items): run MODE on SIZE ranks, measured from the start.
+case_api_misuse() {
+  local mode=$1 size=$2 name="api_$1" inject ranks
+  ranks=$(seq -s ' ' 0 $((size - 1)))
+  start_store "$name" || return
+  inject=$(now_ms)
+  start_ranks "$name" "$ranks" "$size" "$mode"
+  wait_pids "$OUTER_S" "${PIDS[@]}"
+  judge "$name" "$ranks" "$inject"
+  local fault how bound met
+  case "$mode" in
+    huge-count)
+      errors_within "$size" "$PROMPT_MS" InvalidArgument
+      met=$?
+      fault="element count whose byte size overflows"
+      how="allreduce of 2^62 float32 on a 16-element buffer, 2 ranks"
+      bound="InvalidArgument in element counts on every rank, before any memory is touched, ≤ ${PROMPT_MS} ms" ;;
+    throwing-reduction)
+      errors_within "$size" "$PROMPT_MS" "refused its input"
+      met=$?
+      fault="custom reduction throws"
+      how="ReduceOp::kCustom whose function throws on rank 1, 4 ranks, 64 Ki floats"
+      bound="every rank fails with rank 1's exception text, ≤ ${PROMPT_MS} ms" ;;
+    same-tag-threads)
+      { completed_ok "$size" || errors_within "$size" "$LATE_MS"; }
+      met=$?
+      fault="two threads, one tag"
+      how="2 threads per rank, 200 allreduces of 64 Ki floats each, same context and tag 0, 4 ranks"
+      bound="every sum right (serialised), or an error on every rank; never a wrong sum" ;;
+  esac
+  row "$fault" "$how" "$(measured_text) (from the start)" "$TEXT" "$bound" "$(met_if $met)"
+  kill_started
+}
+
 # launcher_job NAME ARGS...: gloo_lite_run ARGS with its output in NAME.launcher and each
 # rank's lines in NAME.R (the "[R] " tags taken off); sets LAUNCHER_PID.
 launcher_job() {
   local name=$1
   shift
+  PIDS=()  # the ranks are the launcher's children, not ours
   env GLOO_LITE_TIMEOUT_MS="$DEADLINE_MS" "${EXTRA_ENV[@]}" \
     "$LAUNCHER" --timeout "$OUTER_S" "$@" >"$WORK/$name.launcher" 2>&1 &
   LAUNCHER_PID=$!
@@ -389,6 +451,7 @@ wanted store_stop && case_store_fault STOP
 wanted store_gone && case_store_kill_after_connect
 wanted listener_garbage && case_listener_garbage
 wanted store_garbage && case_store_garbage
+wanted store_big_bodies && case_store_big_bodies
 for kind in count dtype root; do
   for check in 0 1; do
     wanted "mismatch_${kind}_$check" && case_mismatch "$kind" "$check"
@@ -401,6 +464,9 @@ wanted sendrecv_rendezvous_short && case_sendrecv_size $((1 << 19)) $((1 << 20))
 wanted two_contexts && case_two_contexts
 wanted restart_clean && case_restart_same_prefix clean
 wanted restart_killed && case_restart_same_prefix killed
+wanted api_huge_count && case_api_misuse huge-count 2
+wanted api_throwing_reduction && case_api_misuse throwing-reduction 4
+wanted api_same_tag_threads && case_api_misuse same-tag-threads 4
 wanted knob_timeout_zero && case_bad_knob GLOO_LITE_TIMEOUT_MS=0 zero
 wanted knob_timeout_negative && case_bad_knob GLOO_LITE_TIMEOUT_MS=-5 negative
 wanted knob_timeout_huge && case_bad_knob GLOO_LITE_TIMEOUT_MS=10000000000000 huge
