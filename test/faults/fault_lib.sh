@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers of run_faults.sh: start a store and ranks, inject, wait with an outer bound, and turn
 # what the ranks printed into a row of the table. Sourced; expects FAULT_RANK, STORE_BIN,
 # LAUNCHER, WORK and DEADLINE_MS to be set.

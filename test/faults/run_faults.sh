@@ -41,7 +41,11 @@ EXTRA_ENV=()
 WORK=$(mktemp -d)
 cleanup() {
   kill_started
-  netns_teardown
+  # Quiet: bash would report each job that teardown kills as "Killed".
+  {
+    netns_teardown
+    wait
+  } 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

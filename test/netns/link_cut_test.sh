@@ -33,7 +33,11 @@ fi
 
 WORK=$(mktemp -d)
 cleanup() {
-  netns_teardown
+  # Quiet: bash would report each job that teardown kills as "Killed".
+  {
+    netns_teardown
+    wait
+  } 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

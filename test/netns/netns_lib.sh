@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Network-namespace topology for the fault tests, sourced by link_cut_test.sh and
 # test/faults/run_faults.sh. Needs root and iproute2.
 #
