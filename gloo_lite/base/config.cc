@@ -21,6 +21,15 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store"},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
        "Default deadline for rendezvous and every operation, in milliseconds"},
+      {"GLOO_LITE_STORE_CLIENT_BYTES", "67174400",
+       "TCP store server: largest request body one client may send, bytes (default: the protocol "
+       "limit, a 64 MiB value plus its key); larger requests are refused and the client dropped"},
+      {"GLOO_LITE_STORE_BUFFER_BYTES", "256M",
+       "TCP store server: request bodies over 64 KiB buffered for all clients together; beyond "
+       "it a client waits (first come, first served) until earlier bodies complete"},
+      {"GLOO_LITE_STORE_STALL_MS", "30000",
+       "TCP store server: a client that leaves a request incomplete, or its response unread, "
+       "this long is dropped (idle connections and waiting gets are not)"},
       {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)"},
       {"GLOO_LITE_IFNAME", "",
        "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)"},
