@@ -140,7 +140,7 @@ class TcpStore final : public Store {
       timeout_ms = static_cast<uint32_t>(std::min<int64_t>(left, kNoTimeout - 1));
       answer_by = Deadline::after(deadline.remaining() + kAnswerGrace);
     }
-    Response response = call(op, request(op, timeout_ms, keys), answer_by);
+    Response response = call(op, request(op, timeout_ms, keys), deadline, answer_by);
     if (response.status == Status::kTimeout) {
       std::vector<std::string> missing;
       for (const auto& item : response.items) missing.push_back(item.str());
@@ -149,12 +149,14 @@ class TcpStore final : public Store {
     return response;
   }
 
-  // One exchange, connecting first when no pooled connection is idle; the whole of it ends by
-  // `deadline`. A server that does not answer in time, or cannot be reached, is a StoreError.
-  Response call(Op op, const Bytes& message, const Deadline& deadline) {
+  // One exchange, connecting first (until `connect_by`) when no pooled connection is idle; the
+  // whole of it ends by `answer_by`. A server that does not answer in time, or cannot be
+  // reached, is a StoreError.
+  Response call(Op op, const Bytes& message, const Deadline& connect_by,
+                const Deadline& answer_by) {
     auto started = Deadline::Clock::now();
     try {
-      return exchange(op, message, deadline);
+      return exchange(op, message, connect_by, answer_by);
     } catch (const TimeoutError& e) {
       auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
@@ -167,10 +169,11 @@ class TcpStore final : public Store {
 
   // Errors leave the connection out of the pool (its stream position is unknown); the next call
   // opens a fresh one.
-  Response exchange(Op op, const Bytes& message, const Deadline& deadline) {
+  Response exchange(Op op, const Bytes& message, const Deadline& connect_by,
+                    const Deadline& deadline) {
     std::string what = op_name(op);
     std::unique_ptr<Fd> connection = pool_.take();
-    if (!connection) connection = std::make_unique<Fd>(connect_tcp(address_, deadline, what));
+    if (!connection) connection = std::make_unique<Fd>(connect_tcp(address_, connect_by, what));
     int fd = connection->get();
     write_all(fd, message.data(), message.size(), deadline, what);
     uint8_t header[kResponseHeaderBytes];
@@ -192,6 +195,10 @@ class TcpStore final : public Store {
       throw StoreError(name_ + ": " + op_name(op) + " failed: " + message_text);
     }
     return response;
+  }
+
+  Response call(Op op, const Bytes& message, const Deadline& deadline) {
+    return call(op, message, deadline, deadline);
   }
 
   [[noreturn]] void malformed(Op op) const {

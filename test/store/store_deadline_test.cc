@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "gloo_lite/base/error.h"
@@ -37,10 +40,26 @@ milliseconds since(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
 }
 
-// Stops a process for the guard's lifetime; continues it however the test ends.
+// The process state letter from /proc/<pid>/stat ('T' once stopped).
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
+}
+
+// Stops a process for the guard's lifetime; continues it however the test ends. kill() only
+// queues the signal, so it waits until the process is really stopped.
 class Stopped {
  public:
-  explicit Stopped(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
+  explicit Stopped(pid_t pid) : pid_(pid) {
+    kill(pid_, SIGSTOP);
+    auto start = Clock::now();
+    while (process_state(pid_) != 'T' && since(start) < seconds(5)) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    EXPECT_EQ(process_state(pid_), 'T') << "process " << pid_ << " did not stop";
+  }
   ~Stopped() { kill(pid_, SIGCONT); }
   Stopped(const Stopped&) = delete;
   Stopped& operator=(const Stopped&) = delete;
@@ -134,6 +153,7 @@ void expect_store_error_in_time(const std::string& what, const std::string& stor
     ADD_FAILURE() << what << ": succeeded against a store that does not answer";
   } catch (const StoreError& e) {
     std::string message = e.what();
+    if (what.rfind("get of a missing key", 0) == 0) std::printf("  %s\n", e.what());
     EXPECT_NE(message.find(store_name), std::string::npos) << what << ": " << message;
     EXPECT_NE(message.find("alive"), std::string::npos) << what << ": " << message;
     EXPECT_EQ(message.find("rank -1"), std::string::npos) << what << ": " << message;
@@ -144,6 +164,7 @@ void expect_store_error_in_time(const std::string& what, const std::string& stor
     ADD_FAILURE() << what << ": not a StoreError: " << e.what();
   }
   auto waited = since(start);
+  std::printf("%-50s %5lld ms\n", what.c_str(), static_cast<long long>(waited.count()));
   EXPECT_LE(waited.count(), (kDeadline + kSlack).count()) << what << " overran its deadline";
 }
 
