@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -190,6 +191,39 @@ TEST(TcpStoreLimits, StalledAndTricklingClientsAreDroppedAndIdleOnesKept) {
   });
   EXPECT_EQ(to_string(real->get("late", Deadline::after(seconds(10)))), "here");
   late.join();
+}
+
+// A response the client does not read would otherwise pin its bytes for good.
+TEST(TcpStoreLimits, ClientThatDoesNotReadItsResponseIsDropped) {
+  constexpr milliseconds kStall(1000);
+  ScopedEnv stall("GLOO_LITE_STORE_STALL_MS", "1000");
+  TcpStoreServer server(SocketAddress::resolve("127.0.0.1", 0));
+  auto real = make_tcp_store("127.0.0.1", server.port(), Deadline::after(seconds(5)));
+  real->set("big", Bytes(size_t{32} << 20, 7));  // far more than loopback socket buffers hold
+
+  Fd reader = connect_to(server);
+  Bytes body(4 + 4 + 3);
+  put_u32(body.data(), 1);
+  put_u32(body.data() + 4, 3);
+  std::copy_n("big", 3, body.begin() + 8);
+  Bytes get = set_header(static_cast<uint32_t>(body.size()));
+  put_u16(get.data() + 6, 2);  // GET
+  get.insert(get.end(), body.begin(), body.end());
+  write_all(reader.get(), get.data(), get.size(), Deadline::after(seconds(1)), "t");
+  auto started = Clock::now();
+  std::this_thread::sleep_for(kStall + milliseconds(500));
+  expect_served(*real, 1);
+  // Drained now, the connection must end early: the server gave up on it.
+  size_t received = 0;
+  auto deadline = Deadline::after(seconds(5));
+  while (wait_readable(reader.get(), deadline)) {
+    char chunk[65536];
+    ssize_t n = ::recv(reader.get(), chunk, sizeof(chunk), 0);
+    if (n <= 0) break;
+    received += static_cast<size_t>(n);
+  }
+  EXPECT_LT(received, size_t{32} << 20) << "the whole response was kept for a client not reading";
+  EXPECT_LT(since(started).count(), 4000);
 }
 
 TEST(TcpStoreLimits, RequestsOverThePerClientLimitAreRefusedNamingTheKnob) {
