@@ -173,7 +173,7 @@ class TcpStore final : public Store {
                     const Deadline& deadline) {
     std::string what = op_name(op);
     std::unique_ptr<Fd> connection = pool_.take();
-    if (!connection) connection = std::make_unique<Fd>(connect_tcp(address_, connect_by, what));
+    if (!connection) connection = std::make_unique<Fd>(connect(op, connect_by));
     int fd = connection->get();
     write_all(fd, message.data(), message.size(), deadline, what);
     uint8_t header[kResponseHeaderBytes];
@@ -199,6 +199,19 @@ class TcpStore final : public Store {
 
   Response call(Op op, const Bytes& message, const Deadline& deadline) {
     return call(op, message, deadline, deadline);
+  }
+
+  // Refused connections are retried (the server may be starting) until the deadline.
+  Fd connect(Op op, const Deadline& deadline) {
+    auto started = Deadline::Clock::now();
+    try {
+      return connect_tcp(address_, deadline, op_name(op));
+    } catch (const Error& e) {
+      auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
+      throw StoreError(name_ + ": cannot connect for " + op_name(op) + " within " +
+                       format_ms(waited) + " (" + e.what() + ")" + kServerHint);
+    }
   }
 
   [[noreturn]] void malformed(Op op) const {
