@@ -94,16 +94,24 @@ class HostedStore : public Store {
  public:
   HostedStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
       : server_(std::move(server)), client_(std::move(client)) {}
-  void set(const std::string& key, const Bytes& value) override { client_->set(key, value); }
+  void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
+    client_->set(key, value, deadline);
+  }
   Bytes get(const std::string& key, const Deadline& deadline) override {
     return client_->get(key, deadline);
   }
   void wait(const std::vector<std::string>& keys, const Deadline& deadline) override {
     client_->wait(keys, deadline);
   }
-  int64_t add(const std::string& key, int64_t delta) override { return client_->add(key, delta); }
-  bool check(const std::vector<std::string>& keys) override { return client_->check(keys); }
-  bool erase(const std::string& key) override { return client_->erase(key); }
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
+    return client_->add(key, delta, deadline);
+  }
+  bool check(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    return client_->check(keys, deadline);
+  }
+  bool erase(const std::string& key, const Deadline& deadline) override {
+    return client_->erase(key, deadline);
+  }
   std::string describe() const override { return client_->describe() + " (hosted by rank 0)"; }
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys,
                                const Deadline& deadline) override {

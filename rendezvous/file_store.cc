@@ -136,7 +136,9 @@ class FileStore final : public Store {
     temp_stem_ = root_ + "/t." + host + "." + std::to_string(nonce) + ".";
   }
 
-  void set(const std::string& key, const Bytes& value) override {
+  // A file system that hangs (a dead NFS server) blocks open/write/rename in the kernel, where no
+  // deadline reaches; the waits and the counter lock below are what a deadline can bound.
+  void set(const std::string& key, const Bytes& value, const Deadline& /*deadline*/) override {
     FileKeyPaths paths = paths_of(key);
     make_directories(paths);
     publish(paths.value, value);
@@ -170,29 +172,28 @@ class FileStore final : public Store {
   // flock() excludes other open file descriptions of the lock file: other processes, other
   // hosts (Linux NFS clients map it to a whole-file NFS lock) and other threads of this process,
   // since each add() opens the lock file anew. The lock dies with its holder, so a crashed rank
-  // cannot wedge the counter.
-  int64_t add(const std::string& key, int64_t delta) override {
+  // cannot wedge the counter; a stopped one can, hence the deadline.
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     FileKeyPaths paths = paths_of(key);
     make_directories(paths);
     Fd lock(::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!lock.valid()) {
       throw StoreError(name_ + ": cannot open lock file " + paths.lock + ": " + errno_text());
     }
-    while (flock(lock.get(), LOCK_EX) != 0) {
-      if (errno != EINTR)
-        throw StoreError(name_ + ": cannot lock " + paths.lock + ": " + errno_text());
-    }
+    lock_before(lock, paths.lock, key, deadline);
     std::optional<Bytes> current = read_value(paths.value, name_);
     int64_t sum = store_detail::add_to_counter(current ? &*current : nullptr, delta, key, name_);
     publish(paths.value, store_detail::format_counter(sum));
     return sum;
   }
 
-  bool check(const std::vector<std::string>& keys) override { return missing(keys).empty(); }
+  bool check(const std::vector<std::string>& keys, const Deadline& /*deadline*/) override {
+    return missing(keys).empty();
+  }
 
   // The lock file stays: removing it while another add() holds or awaits the lock would let a
   // third process lock a fresh file and break mutual exclusion.
-  bool erase(const std::string& key) override {
+  bool erase(const std::string& key, const Deadline& /*deadline*/) override {
     FileKeyPaths paths = paths_of(key);
     if (::unlink(paths.value.c_str()) == 0) return true;
     if (errno == ENOENT || errno == ENOTDIR) return false;
@@ -218,6 +219,28 @@ class FileStore final : public Store {
       if (!exists(paths_of(key).value, name_)) out.push_back(key);
     }
     return out;
+  }
+
+  // The holder of a counter's lock keeps it for one read and one write; a lock held until the
+  // deadline means a process stopped (or hung on the file system) while holding it.
+  void lock_before(const Fd& lock, const std::string& path, const std::string& key,
+                   const Deadline& deadline) const {
+    auto started = Deadline::Clock::now();
+    Backoff backoff(std::chrono::microseconds(100), std::chrono::milliseconds(20));
+    while (flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) {
+        throw StoreError(name_ + ": cannot lock " + path + ": " + errno_text());
+      }
+      if (!backoff.sleep(deadline) || deadline.expired()) {
+        auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
+        throw StoreError(name_ + ": add(" + store_detail::quote_key(key) + ") could not lock " +
+                         path + " within " + format_ms(waited) +
+                         "; another process holds it: is one stopped (SIGSTOP, a debugger) or "
+                         "hung on the file system while adding to this counter?");
+      }
+    }
   }
 
   void make_directories(const FileKeyPaths& paths) const {

@@ -20,7 +20,9 @@ class HashStore final : public Store {
     name_ = name;
   }
 
-  void set(const std::string& key, const Bytes& value) override {
+  // Operations on the in-process map never wait for another process, so only get/wait/multi_get
+  // have a deadline to honour.
+  void set(const std::string& key, const Bytes& value, const Deadline& /*deadline*/) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       values_[key] = value;
@@ -49,7 +51,7 @@ class HashStore final : public Store {
     wait_locked(lock, keys, deadline);
   }
 
-  int64_t add(const std::string& key, int64_t delta) override {
+  int64_t add(const std::string& key, int64_t delta, const Deadline& /*deadline*/) override {
     int64_t sum = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -62,12 +64,12 @@ class HashStore final : public Store {
     return sum;
   }
 
-  bool check(const std::vector<std::string>& keys) override {
+  bool check(const std::vector<std::string>& keys, const Deadline& /*deadline*/) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return missing_locked(keys).empty();
   }
 
-  bool erase(const std::string& key) override {
+  bool erase(const std::string& key, const Deadline& /*deadline*/) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return values_.erase(key) > 0;
   }

@@ -12,7 +12,9 @@ class PrefixStore final : public Store {
   PrefixStore(std::shared_ptr<Store> inner, std::string prefix)
       : inner_(std::move(inner)), prefix_(std::move(prefix) + "/") {}
 
-  void set(const std::string& key, const Bytes& value) override { inner_->set(scoped(key), value); }
+  void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
+    inner_->set(scoped(key), value, deadline);
+  }
   Bytes get(const std::string& key, const Deadline& deadline) override {
     return inner_->get(scoped(key), deadline);
   }
@@ -23,11 +25,15 @@ class PrefixStore final : public Store {
   void wait(const std::vector<std::string>& keys, const Deadline& deadline) override {
     inner_->wait(scoped(keys), deadline);
   }
-  int64_t add(const std::string& key, int64_t delta) override {
-    return inner_->add(scoped(key), delta);
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
+    return inner_->add(scoped(key), delta, deadline);
   }
-  bool check(const std::vector<std::string>& keys) override { return inner_->check(scoped(keys)); }
-  bool erase(const std::string& key) override { return inner_->erase(scoped(key)); }
+  bool check(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    return inner_->check(scoped(keys), deadline);
+  }
+  bool erase(const std::string& key, const Deadline& deadline) override {
+    return inner_->erase(scoped(key), deadline);
+  }
   std::string describe() const override {
     return inner_->describe() + " (prefix \"" + prefix_ + "\")";
   }

@@ -13,6 +13,9 @@ namespace gloo_lite::store_detail {
 
 namespace {
 
+constexpr const char* kServerHint =
+    "; is redis-server alive, running (not stopped) and reachable from this host?";
+
 timeval to_timeval(std::chrono::milliseconds ms) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
@@ -26,8 +29,10 @@ std::unique_ptr<RedisConnection> RedisConnection::open(const RedisEndpoint& endp
                                                        const Deadline& deadline) {
   Backoff backoff(std::chrono::milliseconds(1), std::chrono::milliseconds(200));
   while (true) {
+    // One attempt never outlasts the deadline; a long deadline still retries every few seconds,
+    // in case a connect was lost on the way.
     auto attempt = std::clamp<std::chrono::milliseconds>(
-        deadline.remaining(), std::chrono::milliseconds(10), std::chrono::milliseconds(5000));
+        deadline.remaining(), std::chrono::milliseconds(1), std::chrono::milliseconds(5000));
     redisContext* context =
         redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, to_timeval(attempt));
     if (context == nullptr) throw StoreError(endpoint.name + ": cannot allocate a connection");
@@ -38,7 +43,7 @@ std::unique_ptr<RedisConnection> RedisConnection::open(const RedisEndpoint& endp
       if (!endpoint.password.empty()) handshake.push_back({"AUTH", endpoint.password});
       if (endpoint.db != 0) handshake.push_back({"SELECT", db});
       if (!handshake.empty()) {
-        auto replies = connection->run(handshake, attempt);
+        auto replies = connection->run(handshake, deadline);
         if (!endpoint.password.empty() && replies[0]->type == REDIS_REPLY_ERROR) {
           throw StoreError(endpoint.name + ": authentication failed (" + replies[0]->str +
                            "); check the password in the URL");
@@ -55,12 +60,14 @@ std::unique_ptr<RedisConnection> RedisConnection::open(const RedisEndpoint& endp
     if (!retryable) throw StoreError(endpoint.name + ": cannot connect: " + error);
     if (!backoff.sleep(deadline)) {
       throw StoreError(endpoint.name + ": cannot connect before the deadline (last error: " +
-                       error + "); is redis-server running and reachable?");
+                       error + ")" + kServerHint);
     }
   }
 }
 
-void RedisConnection::set_timeout(std::chrono::milliseconds timeout) {
+void RedisConnection::set_timeout(const Deadline& deadline) {
+  auto timeout = std::clamp<std::chrono::milliseconds>(
+      deadline.remaining(), std::chrono::milliseconds(1), std::chrono::hours(24));
   if (timeout == timeout_) return;
   if (redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK)
     fail("setting a timeout", errno);
@@ -68,8 +75,9 @@ void RedisConnection::set_timeout(std::chrono::milliseconds timeout) {
 }
 
 std::vector<RedisReply> RedisConnection::run(const std::vector<RedisCommand>& commands,
-                                             std::chrono::milliseconds io_timeout) {
-  set_timeout(std::max(io_timeout, std::chrono::milliseconds(1)));
+                                             const Deadline& deadline) {
+  started_ = Deadline::Clock::now();
+  set_timeout(deadline);
   std::vector<const char*> argv;
   std::vector<size_t> lengths;
   for (const auto& command : commands) {
@@ -87,6 +95,8 @@ std::vector<RedisReply> RedisConnection::run(const std::vector<RedisCommand>& co
   std::vector<RedisReply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
+    // hiredis's socket timeout bounds each read, not the exchange: shrink it to the time left.
+    if (i > 0) set_timeout(deadline);
     void* reply = nullptr;
     if (redisGetReply(context_.get(), &reply) != REDIS_OK) fail("waiting for a reply", errno);
     replies.emplace_back(static_cast<redisReply*>(reply));
@@ -97,13 +107,15 @@ std::vector<RedisReply> RedisConnection::run(const std::vector<RedisCommand>& co
 void RedisConnection::fail(const std::string& doing, int saved_errno) const {
   const redisContext* c = context_.get();
   if (c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
-    throw TimeoutError(name_ + ": no reply from Redis within " + format_ms(timeout_) + " while " +
-                       doing);
+    auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_);
+    throw StoreError(name_ + ": no reply from Redis within " + format_ms(waited) + " while " +
+                     doing + kServerHint);
   }
   if (c->err == REDIS_ERR_EOF) {
-    throw ConnectionError(name_ + ": Redis closed the connection while " + doing);
+    throw StoreError(name_ + ": Redis closed the connection while " + doing + kServerHint);
   }
-  throw ConnectionError(name_ + ": " + doing + " failed: " + c->errstr);
+  throw StoreError(name_ + ": " + doing + " failed: " + c->errstr + kServerHint);
 }
 
 const redisReply& expect_reply(const RedisReply& reply, const RedisEndpoint& endpoint,

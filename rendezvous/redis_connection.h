@@ -41,15 +41,16 @@ using RedisReply = std::unique_ptr<redisReply, RedisReplyFree>;
 class RedisConnection {
  public:
   // Connects, retrying while the server refuses (it may still be starting) with Backoff until
-  // the deadline, then sends AUTH and SELECT when the endpoint needs them.
+  // the deadline, then sends AUTH and SELECT when the endpoint needs them. StoreError when that
+  // does not succeed by the deadline.
   static std::unique_ptr<RedisConnection> open(const RedisEndpoint& endpoint,
                                                const Deadline& deadline);
 
-  // Sends every command, then reads every reply: one round trip. Error replies come back as
-  // replies (the connection stays usable); I/O failures throw TimeoutError (no reply within
-  // io_timeout) or ConnectionError, after which this connection must be discarded.
-  std::vector<RedisReply> run(const std::vector<RedisCommand>& commands,
-                              std::chrono::milliseconds io_timeout);
+  // Sends every command, then reads every reply: one round trip, ending by `deadline` (socket
+  // timeouts set to the time left). Error replies come back as replies (the connection stays
+  // usable); no reply in time, a closed connection or another I/O failure is a StoreError
+  // naming the server, after which this connection must be discarded.
+  std::vector<RedisReply> run(const std::vector<RedisCommand>& commands, const Deadline& deadline);
 
  private:
   struct ContextFree {
@@ -57,12 +58,13 @@ class RedisConnection {
   };
   RedisConnection(const RedisEndpoint& endpoint, redisContext* context)
       : name_(endpoint.name), context_(context) {}
-  void set_timeout(std::chrono::milliseconds timeout);
+  void set_timeout(const Deadline& deadline);
   [[noreturn]] void fail(const std::string& doing, int saved_errno) const;
 
   std::string name_;
   std::unique_ptr<redisContext, ContextFree> context_;
   std::chrono::milliseconds timeout_{-1};
+  Deadline::Clock::time_point started_;  // of the current run(), for messages
 };
 
 // Throws StoreError naming the store and `what` when the reply is an error reply; explains

@@ -13,7 +13,6 @@
 #include <cstdio>
 
 #include "gloo_lite/base/backoff.h"
-#include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "rendezvous/connection_pool.h"
 #include "rendezvous/redis_connection.h"
@@ -31,9 +30,11 @@ using store_detail::RedisReply;
 
 // Long blocks are cut into slices so that a dead server is noticed by a socket timeout.
 constexpr std::chrono::milliseconds kMaxBlock(30000);
-// Extra socket time beyond a blocking command's own timeout, for the reply to arrive.
-constexpr std::chrono::milliseconds kReplyGrace(5000);
-constexpr std::chrono::milliseconds kMinConnectTime(1000);
+// Socket time beyond a blocking command's own timeout for its nil reply to arrive: Redis
+// expires blocked commands from its event loop, up to 1000/hz ms (100 ms at the default hz 10)
+// late. No reply by then means the server is stopped or gone: a StoreError, not the
+// TimeoutError that blames the ranks which never set the key.
+constexpr std::chrono::milliseconds kReplyGrace(200);
 
 std::string notify_key(const std::string& key) { return "gloo_lite:notify:" + key; }
 
@@ -44,16 +45,15 @@ RedisCommand notify_command(const std::string& notify) {
 
 class RedisStore final : public Store {
  public:
-  RedisStore(RedisEndpoint endpoint, const Deadline& deadline)
-      : endpoint_(std::move(endpoint)), op_timeout_(knob_ms("GLOO_LITE_TIMEOUT_MS")) {
+  RedisStore(RedisEndpoint endpoint, const Deadline& deadline) : endpoint_(std::move(endpoint)) {
     pool_.give_back(RedisConnection::open(endpoint_, deadline));
   }
 
   // One round trip. The XADD also runs on overwrites: knowing whether the key is new would cost
   // a round trip before it, and MAXLEN keeps the stream at one entry either way.
-  void set(const std::string& key, const Bytes& value) override {
+  void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
     std::string notify = notify_key(key);
-    auto replies = exchange({{"SET", key, value}, notify_command(notify)});
+    auto replies = exchange({{"SET", key, value}, notify_command(notify)}, deadline);
     for (const auto& reply : replies) expect_reply(reply, endpoint_, "set");
   }
 
@@ -69,7 +69,7 @@ class RedisStore final : public Store {
     wait_loop(keys, missing, deadline, [&](std::vector<size_t>& todo) {
       RedisCommand mget{"MGET"};
       for (size_t i : todo) mget.push_back(keys[i]);
-      auto replies = exchange({mget});
+      auto replies = exchange({mget}, probe_deadline(deadline));
       const redisReply& reply = expect_reply(replies[0], endpoint_, "multi_get");
       if (reply.type != REDIS_REPLY_ARRAY || reply.elements != todo.size()) malformed("MGET");
       std::vector<size_t> still;
@@ -92,7 +92,7 @@ class RedisStore final : public Store {
     wait_loop(keys, missing, deadline, [&](std::vector<size_t>& todo) {
       std::vector<RedisCommand> commands;
       for (size_t i : todo) commands.push_back({"EXISTS", keys[i]});
-      auto replies = exchange(commands);
+      auto replies = exchange(commands, probe_deadline(deadline));
       std::vector<size_t> still;
       for (size_t j = 0; j < todo.size(); ++j) {
         if (expect_reply(replies[j], endpoint_, "wait").integer == 0) still.push_back(todo[j]);
@@ -103,31 +103,31 @@ class RedisStore final : public Store {
 
   // Only the write that creates the counter can complete a waiter (waiters wait for existence),
   // so later increments cost one INCRBY and nothing else.
-  int64_t add(const std::string& key, int64_t delta) override {
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     std::string text = std::to_string(delta);
-    auto replies = exchange({{"INCRBY", key, text}});
+    auto replies = exchange({{"INCRBY", key, text}}, deadline);
     const redisReply& reply =
         expect_reply(replies[0], endpoint_, "add(" + store_detail::quote_key(key) + ")");
     if (reply.type != REDIS_REPLY_INTEGER) malformed("INCRBY");
     if (reply.integer == delta) {
       std::string notify = notify_key(key);
-      expect_reply(exchange({notify_command(notify)})[0], endpoint_, "add");
+      expect_reply(exchange({notify_command(notify)}, deadline)[0], endpoint_, "add");
     }
     return reply.integer;
   }
 
-  bool check(const std::vector<std::string>& keys) override {
+  bool check(const std::vector<std::string>& keys, const Deadline& deadline) override {
     if (keys.empty()) return true;
     RedisCommand exists{"EXISTS"};
     for (const auto& key : keys) exists.push_back(key);
-    auto replies = exchange({exists});
+    auto replies = exchange({exists}, deadline);
     const redisReply& reply = expect_reply(replies[0], endpoint_, "check");
     return reply.type == REDIS_REPLY_INTEGER &&
            reply.integer == static_cast<long long>(keys.size());
   }
 
-  bool erase(const std::string& key) override {
-    auto replies = exchange({{"DEL", key}, {"DEL", notify_key(key)}});
+  bool erase(const std::string& key, const Deadline& deadline) override {
+    auto replies = exchange({{"DEL", key}, {"DEL", notify_key(key)}}, deadline);
     bool existed = expect_reply(replies[0], endpoint_, "erase").integer > 0;
     expect_reply(replies[1], endpoint_, "erase");
     return existed;
@@ -160,30 +160,29 @@ class RedisStore final : public Store {
     }
   }
 
+  // A probe after a wake-up at the deadline must still be able to report the missing keys (a
+  // TimeoutError), so it gets the grace a live server needs to answer.
+  static Deadline probe_deadline(const Deadline& deadline) {
+    if (deadline.is_never()) return deadline;
+    return Deadline::after(deadline.remaining() + kReplyGrace);
+  }
+
   // Returns true when the watched key's notify stream has an entry, false when the slice ended.
   bool block(const std::string& notify, const Deadline& deadline) {
     auto slice = std::min(deadline.remaining(), kMaxBlock);
     if (slice.count() <= 0) return false;  // BLOCK 0 would mean forever
     std::string ms = std::to_string(slice.count());
-    Deadline connect =
-        deadline.remaining() < kMinConnectTime ? Deadline::after(kMinConnectTime) : deadline;
-    auto replies =
-        exchange({{"XREAD", "BLOCK", ms, "STREAMS", notify, "0-0"}}, slice + kReplyGrace, connect);
+    auto replies = exchange({{"XREAD", "BLOCK", ms, "STREAMS", notify, "0-0"}},
+                            Deadline::after(slice + kReplyGrace));
     return expect_reply(replies[0], endpoint_, "waiting").type != REDIS_REPLY_NIL;
-  }
-
-  std::vector<RedisReply> exchange(const std::vector<RedisCommand>& commands) {
-    Deadline deadline = Deadline::after(op_timeout_);
-    return exchange(commands, op_timeout_, deadline);
   }
 
   // A connection that failed mid-exchange is dropped, never returned to the pool.
   std::vector<RedisReply> exchange(const std::vector<RedisCommand>& commands,
-                                   std::chrono::milliseconds io_timeout,
-                                   const Deadline& connect_deadline) {
+                                   const Deadline& deadline) {
     std::unique_ptr<RedisConnection> connection = pool_.take();
-    if (!connection) connection = RedisConnection::open(endpoint_, connect_deadline);
-    auto replies = connection->run(commands, io_timeout);
+    if (!connection) connection = RedisConnection::open(endpoint_, deadline);
+    auto replies = connection->run(commands, deadline);
     pool_.give_back(std::move(connection));
     return replies;
   }
@@ -193,7 +192,6 @@ class RedisStore final : public Store {
   }
 
   RedisEndpoint endpoint_;
-  std::chrono::milliseconds op_timeout_;
   store_detail::ConnectionPool<RedisConnection> pool_;
 };
 

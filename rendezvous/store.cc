@@ -1,5 +1,6 @@
 #include "rendezvous/store.h"
 
+#include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "rendezvous/store_url.h"
 #include "rendezvous/stores.h"
@@ -13,6 +14,8 @@ std::vector<Bytes> Store::multi_get(const std::vector<std::string>& keys,
   for (const auto& key : keys) values.push_back(get(key, deadline));
   return values;
 }
+
+Deadline Store::default_deadline() { return Deadline::after(knob_ms("GLOO_LITE_TIMEOUT_MS")); }
 
 std::shared_ptr<Store> open_store(const std::string& url, const Deadline& deadline) {
   StoreUrl parsed = parse_store_url(url);

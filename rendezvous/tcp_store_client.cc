@@ -3,7 +3,6 @@
 // that time is up, so waiting costs a single round trip.
 #include <algorithm>
 
-#include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "rendezvous/connection_pool.h"
 #include "rendezvous/store_util.h"
@@ -15,10 +14,16 @@ namespace {
 
 using namespace tcp_store;
 
-// How long past the caller's deadline to wait for the server's own TIMEOUT answer, so that the
-// server, not a socket timeout, reports which keys were missing.
-constexpr std::chrono::milliseconds kResponseGrace(10000);
-constexpr std::chrono::milliseconds kMinConnectTime(1000);
+// How long past the caller's deadline a get/wait waits for the server's own TIMEOUT answer
+// (the server answers at the deadline, so on a live server this is one loop turn and the round
+// trip). No answer by then means the server is stopped or gone: a StoreError, not the
+// TimeoutError that blames the ranks which never set the key.
+constexpr std::chrono::milliseconds kAnswerGrace(200);
+
+// What to check when the server does not answer.
+constexpr const char* kServerHint =
+    "; is the store server (gloo_lite_store, gloo_lite_run, or rank 0 under torchrun) alive, "
+    "running (not stopped) and reachable from this host?";
 
 struct Response {
   Status status = Status::kOk;
@@ -33,19 +38,13 @@ class TcpStore final : public Store {
         name_(
             "tcp://" +
             (host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host) +
-            ":" + std::to_string(port)),
-        op_timeout_(knob_ms("GLOO_LITE_TIMEOUT_MS")) {
+            ":" + std::to_string(port)) {
     // Fail at open, not at the first set(), when nothing (or not a store server) listens there.
-    try {
-      Response response = call(Op::kCheck, request(Op::kCheck, 0, {}), deadline, deadline);
-      expect_flag(response, Op::kCheck);
-    } catch (const Error& e) {
-      throw StoreError("cannot use the store at " + name_ + ": " + e.what() +
-                       "; is gloo_lite_store (or gloo_lite_run) serving there?");
-    }
+    Response response = call(Op::kCheck, request(Op::kCheck, 0, {}), deadline);
+    expect_flag(response, Op::kCheck);
   }
 
-  void set(const std::string& key, const Bytes& value) override {
+  void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
     check_key(key);
     if (value.size() > kMaxValueBytes) {
       throw InvalidArgument(name_ + ": value of " + std::to_string(value.size()) +
@@ -55,7 +54,7 @@ class TcpStore final : public Store {
     MessageBuilder builder(kRequestHeaderBytes, 2);
     builder.add(key);
     builder.add(value);
-    Response response = call(Op::kSet, builder.finish_request(Op::kSet, 0));
+    Response response = call(Op::kSet, builder.finish_request(Op::kSet, 0), deadline);
     expect_items(response, Op::kSet, 0);
   }
 
@@ -79,26 +78,26 @@ class TcpStore final : public Store {
     expect_items(blocking(Op::kWait, keys, deadline), Op::kWait, 0);
   }
 
-  int64_t add(const std::string& key, int64_t delta) override {
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     check_key(key);
     MessageBuilder builder(kRequestHeaderBytes, 2);
     builder.add(key);
     builder.add_i64(delta);
-    Response response = call(Op::kAdd, builder.finish_request(Op::kAdd, 0));
+    Response response = call(Op::kAdd, builder.finish_request(Op::kAdd, 0), deadline);
     expect_items(response, Op::kAdd, 1);
     int64_t sum = 0;
     if (!response.items[0].to_i64(&sum)) malformed(Op::kAdd);
     return sum;
   }
 
-  bool check(const std::vector<std::string>& keys) override {
+  bool check(const std::vector<std::string>& keys, const Deadline& deadline) override {
     if (keys.empty()) return true;
-    Response response = call(Op::kCheck, request(Op::kCheck, 0, keys));
+    Response response = call(Op::kCheck, request(Op::kCheck, 0, keys), deadline);
     return expect_flag(response, Op::kCheck);
   }
 
-  bool erase(const std::string& key) override {
-    Response response = call(Op::kErase, request(Op::kErase, 0, {key}));
+  bool erase(const std::string& key, const Deadline& deadline) override {
+    Response response = call(Op::kErase, request(Op::kErase, 0, {key}), deadline);
     return expect_flag(response, Op::kErase);
   }
 
@@ -130,19 +129,18 @@ class TcpStore final : public Store {
     return builder.finish_request(op, timeout_ms);
   }
 
+  // get/wait: the server parks the request for the caller's remaining time and then answers
+  // TIMEOUT with the keys still missing.
   Response blocking(Op op, const std::vector<std::string>& keys, const Deadline& deadline) {
     auto started = Deadline::Clock::now();
     uint32_t timeout_ms = kNoTimeout;
-    Deadline io_deadline = Deadline::never();
+    Deadline answer_by = Deadline::never();
     if (!deadline.is_never()) {
       auto left = deadline.remaining().count();
       timeout_ms = static_cast<uint32_t>(std::min<int64_t>(left, kNoTimeout - 1));
-      io_deadline = Deadline::after(deadline.remaining() + kResponseGrace);
+      answer_by = Deadline::after(deadline.remaining() + kAnswerGrace);
     }
-    // Even a caller with little time left gets a fair chance to (re)connect.
-    Deadline connect_deadline =
-        deadline.remaining() < kMinConnectTime ? Deadline::after(kMinConnectTime) : deadline;
-    Response response = call(op, request(op, timeout_ms, keys), io_deadline, connect_deadline);
+    Response response = call(op, request(op, timeout_ms, keys), deadline, answer_by);
     if (response.status == Status::kTimeout) {
       std::vector<std::string> missing;
       for (const auto& item : response.items) missing.push_back(item.str());
@@ -151,28 +149,44 @@ class TcpStore final : public Store {
     return response;
   }
 
-  // One exchange. Errors leave the connection out of the pool (its stream position is unknown);
-  // the next call opens a fresh one.
-  Response call(Op op, const Bytes& message, const Deadline& io_deadline,
-                const Deadline& connect_deadline) {
-    std::string what = "tcp store " + name_ + " (" + op_name(op) + ")";
-    std::unique_ptr<Fd> connection = pool_.take();
-    if (!connection) {
-      connection = std::make_unique<Fd>(connect_tcp(address_, connect_deadline, what));
+  // One exchange, connecting first (until `connect_by`) when no pooled connection is idle; the
+  // whole of it ends by `answer_by`. A server that does not answer in time, or cannot be
+  // reached, is a StoreError.
+  Response call(Op op, const Bytes& message, const Deadline& connect_by,
+                const Deadline& answer_by) {
+    auto started = Deadline::Clock::now();
+    try {
+      return exchange(op, message, connect_by, answer_by);
+    } catch (const TimeoutError& e) {
+      auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
+      throw StoreError(name_ + ": no answer to " + op_name(op) + " within " + format_ms(waited) +
+                       " (" + e.what() + ")" + kServerHint);
+    } catch (const ConnectionError& e) {
+      throw StoreError(name_ + ": " + op_name(op) + " failed: " + e.what() + kServerHint);
     }
+  }
+
+  // Errors leave the connection out of the pool (its stream position is unknown); the next call
+  // opens a fresh one.
+  Response exchange(Op op, const Bytes& message, const Deadline& connect_by,
+                    const Deadline& deadline) {
+    std::string what = op_name(op);
+    std::unique_ptr<Fd> connection = pool_.take();
+    if (!connection) connection = std::make_unique<Fd>(connect(op, connect_by));
     int fd = connection->get();
-    write_all(fd, message.data(), message.size(), io_deadline, what);
+    write_all(fd, message.data(), message.size(), deadline, what);
     uint8_t header[kResponseHeaderBytes];
-    read_all(fd, header, sizeof(header), io_deadline, what);
+    read_all(fd, header, sizeof(header), deadline, what);
     ResponseHeader decoded;
     std::string problem = decode_response_header(header, &decoded);
-    if (!problem.empty()) throw StoreError(what + ": bad response: " + problem);
+    if (!problem.empty()) throw StoreError(name_ + ": bad response to " + what + ": " + problem);
     Response response;
     response.status = decoded.status;
     response.body.resize(decoded.body_bytes);
-    read_all(fd, response.body.data(), response.body.size(), io_deadline, what);
+    read_all(fd, response.body.data(), response.body.size(), deadline, what);
     problem = parse_items(response.body, &response.items);
-    if (!problem.empty()) throw StoreError(what + ": bad response: " + problem);
+    if (!problem.empty()) throw StoreError(name_ + ": bad response to " + what + ": " + problem);
     // After an ERROR the server may close the connection (it does on protocol violations), so
     // only connections that succeeded go back to the pool.
     if (response.status != Status::kError) pool_.give_back(std::move(connection));
@@ -183,10 +197,21 @@ class TcpStore final : public Store {
     return response;
   }
 
-  // Non-blocking operations get the default operation timeout (GLOO_LITE_TIMEOUT_MS).
-  Response call(Op op, const Bytes& message) {
-    Deadline deadline = Deadline::after(op_timeout_);
+  Response call(Op op, const Bytes& message, const Deadline& deadline) {
     return call(op, message, deadline, deadline);
+  }
+
+  // Refused connections are retried (the server may be starting) until the deadline.
+  Fd connect(Op op, const Deadline& deadline) {
+    auto started = Deadline::Clock::now();
+    try {
+      return connect_tcp(address_, deadline, op_name(op));
+    } catch (const Error& e) {
+      auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
+      throw StoreError(name_ + ": cannot connect for " + op_name(op) + " within " +
+                       format_ms(waited) + " (" + e.what() + ")" + kServerHint);
+    }
   }
 
   [[noreturn]] void malformed(Op op) const {
@@ -205,7 +230,6 @@ class TcpStore final : public Store {
 
   SocketAddress address_;
   std::string name_;
-  std::chrono::milliseconds op_timeout_;
   store_detail::ConnectionPool<Fd> pool_;
 };
 

@@ -1,6 +1,9 @@
 // The TCP store server: one thread, one epoll set, non-blocking sockets. Requests are read
 // incrementally, so a slow, silent or half-sent client holds only its own buffer, never the
 // thread. A client that breaks the protocol is dropped with a log line naming it and why.
+// Strangers are bounded (tcp_store_budget.h): request bodies are buffered within a per-client
+// and a total byte limit, and a client that stalls mid-request, or does not read its response,
+// for longer than the stall timeout is dropped.
 // Blocking get/wait requests are parked in the Service until their keys appear or their deadline
 // passes, so a waiting client costs one request, not a polling loop.
 #include <netinet/in.h>
@@ -12,11 +15,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "rendezvous/stores.h"
+#include "rendezvous/tcp_store_budget.h"
 #include "rendezvous/tcp_store_service.h"
 
 namespace gloo_lite {
@@ -44,9 +49,27 @@ struct Connection {
   Bytes out;
   size_t out_sent = 0;
   bool parked = false;
+  bool awaiting_budget = false;               // header read, body not admitted yet
+  std::optional<Clock::time_point> stall_at;  // while a request or response is part-way
   uint32_t events = 0;
 
   bool sending() const { return out_sent < out.size(); }
+  bool reading() const { return !parked && !sending() && !awaiting_budget; }
+  std::string progress() const {
+    if (sending()) {
+      return "left " + std::to_string(out.size() - out_sent) + " of " + std::to_string(out.size()) +
+             " response bytes unread";
+    }
+    if (awaiting_budget) {
+      return "waited for buffer space for a " + std::to_string(request.body_bytes) + "-byte body";
+    }
+    if (in_body) {
+      return "sent " + std::to_string(body.size()) + " of " + std::to_string(request.body_bytes) +
+             " body bytes";
+    }
+    return "sent " + std::to_string(header_got) + " of " +
+           std::to_string(tcp_store::kRequestHeaderBytes) + " header bytes";
+  }
 };
 
 bool is_wildcard(const SocketAddress& address) {
@@ -73,7 +96,9 @@ struct TcpStoreServer::Impl {
       : listen(listen_tcp(bind)),
         address(SocketAddress::local_of(listen.get())),
         url(public_url(address)),
-        service("tcp store server " + address.to_string()) {
+        service("tcp store server " + address.to_string()),
+        limits(tcp_store::ServerLimits::from_knobs()),
+        budget(limits.total_bytes) {
     set_nonblocking(listen.get(), true);
     epoll.reset(epoll_create1(EPOLL_CLOEXEC));
     wake.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -123,6 +148,7 @@ struct TcpStoreServer::Impl {
         }
       }
       deliver(service.expire(Clock::now()));
+      drop_stalled(Clock::now());
       if (accept_paused && Clock::now() >= accept_resume) {
         accept_paused = false;
         watch(listen.get(), kListenId, EPOLLIN);
@@ -133,6 +159,9 @@ struct TcpStoreServer::Impl {
   int wait_timeout_ms() const {
     auto next = service.next_deadline();
     if (accept_paused && (!next || accept_resume < *next)) next = accept_resume;
+    if (!stall_timers.empty() && (!next || stall_timers.begin()->first < *next)) {
+      next = stall_timers.begin()->first;
+    }
     if (!next) return -1;
     auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
     return static_cast<int>(std::clamp<int64_t>(left, 0, 60 * 60 * 1000));
@@ -183,11 +212,14 @@ struct TcpStoreServer::Impl {
   // Reads and executes requests until the socket has no more data, or the client has a
   // response pending or a request parked (requests from one client run strictly in order).
   void read_requests(ClientId id, Connection& c) {
-    while (!c.parked && !c.sending()) {
+    while (c.reading()) {
       ssize_t n = 0;
       if (!c.in_body) {
         n = ::recv(c.fd.get(), c.header + c.header_got, sizeof(c.header) - c.header_got, 0);
-        if (n > 0) c.header_got += static_cast<size_t>(n);
+        if (n > 0) {
+          if (c.header_got == 0) arm_stall(c);
+          c.header_got += static_cast<size_t>(n);
+        }
       } else {
         size_t old = c.body.size();
         size_t chunk = std::min<size_t>(kReadChunk, c.request.body_bytes - old);
@@ -201,11 +233,28 @@ struct TcpStoreServer::Impl {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         return drop(id, std::string("read failed: ") + std::strerror(errno), LogLevel::kWarn);
       }
-      if (!c.in_body && c.header_got == sizeof(c.header)) {
+      if (!c.in_body && !c.awaiting_budget && c.header_got == sizeof(c.header)) {
         std::string problem = tcp_store::decode_request_header(c.header, &c.request);
         if (!problem.empty()) return reject(id, c, problem);
-        c.in_body = true;
-        c.body.clear();
+        if (c.request.body_bytes > limits.client_bytes) {
+          return reject(id, c,
+                        "request body of " + std::to_string(c.request.body_bytes) +
+                            " bytes exceeds this server's limit of " +
+                            std::to_string(limits.client_bytes) +
+                            " per client (GLOO_LITE_STORE_CLIENT_BYTES)");
+        }
+        if (budget.admit(id, c.request.body_bytes)) {
+          start_body(c);
+        } else {
+          c.awaiting_budget = true;
+          update_interest(c);
+          LOG_INFO("store", "server " << url << ": client " << c.peer << " waits to send a "
+                                      << c.request.body_bytes << "-byte body: " << budget.reserved()
+                                      << " bytes of bodies are buffered "
+                                      << "(limit " << budget.total()
+                                      << ", GLOO_LITE_STORE_BUFFER_BYTES)");
+          return;
+        }
       }
       if (c.in_body && c.body.size() == c.request.body_bytes) {
         c.in_body = false;
@@ -224,9 +273,58 @@ struct TcpStoreServer::Impl {
     drop(id, "disconnected in the middle of a request (" + progress + ")", LogLevel::kWarn);
   }
 
+  // The body's storage is reserved once, so that it grows by the bytes received and never by a
+  // doubling vector's spare capacity.
+  void start_body(Connection& c) {
+    c.in_body = true;
+    c.body = Bytes();
+    c.body.reserve(c.request.body_bytes);
+  }
+
+  // Clients whose bodies now fit in the budget resume reading (level-triggered epoll reports
+  // whatever they already sent).
+  void admit(const std::vector<ClientId>& admitted) {
+    for (ClientId id : admitted) {
+      auto it = clients.find(id);
+      if (it == clients.end()) continue;
+      it->second->awaiting_budget = false;
+      // The stall timeout keeps running from the request's first byte: however a request is
+      // delayed, strangers cannot hold a place for longer than that.
+      start_body(*it->second);
+      update_interest(*it->second);
+    }
+  }
+
+  void arm_stall(Connection& c) {
+    if (c.stall_at) return;
+    c.stall_at = Clock::now() + limits.stall_timeout;
+    stall_timers.emplace(*c.stall_at, c.id);
+  }
+
+  void disarm_stall(Connection& c) {
+    if (!c.stall_at) return;
+    stall_timers.erase({*c.stall_at, c.id});
+    c.stall_at.reset();
+  }
+
+  // Each stalled client is logged once, with its address and how far it got.
+  void drop_stalled(Clock::time_point now) {
+    while (!stall_timers.empty() && stall_timers.begin()->first <= now) {
+      ClientId id = stall_timers.begin()->second;
+      Connection& c = *clients.at(id);
+      reject(id, c,
+             "stalled: " + c.progress() + " in " +
+                 format_ms(
+                     std::chrono::duration_cast<std::chrono::milliseconds>(limits.stall_timeout)) +
+                 " (GLOO_LITE_STORE_STALL_MS)");
+    }
+  }
+
   // Returns false when the client was dropped.
   bool execute(ClientId id, Connection& c) {
     requests.fetch_add(1, std::memory_order_relaxed);
+    disarm_stall(c);
+    admit(budget.release(id));
     std::vector<tcp_store::Item> items;
     std::string problem = tcp_store::parse_items(c.body, &items);
     if (!problem.empty()) {
@@ -287,7 +385,12 @@ struct TcpStoreServer::Impl {
         return false;
       }
     }
-    if (!c.sending()) c.out = Bytes();
+    if (c.sending()) {
+      arm_stall(c);
+    } else {
+      c.out = Bytes();
+      disarm_stall(c);
+    }
     update_interest(c);
     return true;
   }
@@ -296,7 +399,7 @@ struct TcpStoreServer::Impl {
     uint32_t wanted = EPOLLRDHUP;
     if (c.sending()) {
       wanted |= EPOLLOUT;
-    } else if (!c.parked) {
+    } else if (c.reading()) {
       wanted |= EPOLLIN;
     }
     if (wanted == c.events) return;
@@ -325,13 +428,18 @@ struct TcpStoreServer::Impl {
     GLOO_LITE_LOG_AT(level, "store",
                      "server " << url << ": dropping client " << it->second->peer << ": " << why);
     service.forget(id);
+    disarm_stall(*it->second);
     clients.erase(it);  // closing the socket also removes it from the epoll set
+    admit(budget.release(id));
   }
 
   Fd listen;
   SocketAddress address;
   std::string url;
   tcp_store::Service service;
+  tcp_store::ServerLimits limits;
+  tcp_store::BodyBudget budget;
+  std::set<std::pair<Clock::time_point, ClientId>> stall_timers;
   Fd epoll;
   Fd wake;
   std::unordered_map<ClientId, std::unique_ptr<Connection>> clients;

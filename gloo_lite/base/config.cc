@@ -74,6 +74,18 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_TIMEOUT_MS", "300000",
        "Default deadline for rendezvous and every operation, in milliseconds",
        milliseconds(1, kMaxDeadlineMs)},
+      {"GLOO_LITE_STORE_CLIENT_BYTES", "67174400",
+       "TCP store server: largest request body one client may send, bytes (default: the protocol "
+       "limit, a 64 MiB value plus its key); larger requests are refused and the client dropped",
+       bytes(1, 64 * kGiB)},
+      {"GLOO_LITE_STORE_BUFFER_BYTES", "256M",
+       "TCP store server: request bodies over 64 KiB buffered for all clients together; beyond "
+       "it a client waits (first come, first served) until earlier bodies complete",
+       bytes(1, 64 * kGiB)},
+      {"GLOO_LITE_STORE_STALL_MS", "30000",
+       "TCP store server: a client that leaves a request incomplete, or its response unread, "
+       "this long is dropped (idle connections and waiting gets are not)",
+       milliseconds(1, kMaxDeadlineMs)},
       {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)",
        one_of("tcp ibverbs")},
       {"GLOO_LITE_IFNAME", "",

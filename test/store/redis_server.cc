@@ -173,10 +173,13 @@ bool RedisServer::start(int port) {
   }
 }
 
-RedisServer::~RedisServer() {
+RedisServer::~RedisServer() { kill_now(); }
+
+void RedisServer::kill_now() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
+    pid_ = -1;
   }
 }
 

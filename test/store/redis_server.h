@@ -40,6 +40,10 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  // The redis-server process, for tests that stop (SIGSTOP) or kill it.
+  pid_t pid() const { return pid_; }
+  // Kills the server now and reaps it (the destructor then has nothing left to do).
+  void kill_now();
   const std::string& password() const { return password_; }
   std::string url(int db) const;
   RespClient client() const { return RespClient(port_, password_); }
