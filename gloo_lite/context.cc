@@ -13,6 +13,8 @@
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/failure_report.h"
+#include "gloo_lite/knobs.h"
 #include "rendezvous/stores.h"
 
 namespace gloo_lite {
@@ -56,22 +58,25 @@ std::string hex(uint64_t value) {
 
 std::string address_key_name(int rank) { return "addr/" + std::to_string(rank); }
 
+// The address record of a rank whose attempt at this context failed.
+constexpr const char* kAbandoned = "abandoned";
+
 // After a rendezvous timeout: the ranks whose context count differs from ours (they created
 // more or fewer contexts on this store: a previous job on the same prefix, or a rank that
 // skipped a Context::create), as " ranks 2 (at context 3), ...", or "" when all agree.
 std::string generation_disagreements(Store& store, int rank, int size, uint64_t generation) {
   std::string out;
+  Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     std::string key = generation_key(peer);
     try {
-      if (!store.check({key})) {
+      if (!store.check({key}, deadline)) {
         out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
                " (no context yet)";
         continue;
       }
-      uint64_t theirs =
-          std::stoull(to_string(store.get(key, Deadline::after(std::chrono::milliseconds(200)))));
+      uint64_t theirs = std::stoull(to_string(store.get(key, deadline)));
       if (theirs != generation) {
         out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
                " (at context " + std::to_string(theirs) + ")";
@@ -94,10 +99,16 @@ std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank,
     throw InvalidArgument("Context::create: rank " + std::to_string(rank) + " of size " +
                           std::to_string(size) + " is out of range (0 <= rank < size)");
   }
+  validate_knobs();
   if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
   std::shared_ptr<Context> context(
       new Context(std::move(store), rank, size, std::move(device), options));
-  context->connect();
+  try {
+    context->connect();
+  } catch (const StoreError& e) {
+    throw StoreError("rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                     ": rendezvous through the store failed: " + e.what());
+  }
   return context;
 }
 
@@ -209,7 +220,10 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
     if (!failure_.empty()) return;
     failure_ = reason;
   }
-  (void)culprits;
+  if (options_.report_failures) {
+    publish_failure_report(*store_, rank_, culprits, reason,
+                           Deadline::after(std::chrono::milliseconds(500)));
+  }
   // One warning per cause: the transport's own messages about this abort stay below WARN.
   LOG_WARN("context", reason << "\n" << flight_record());
   if (tell_peers) mesh_->abort(reason);
@@ -224,27 +238,66 @@ std::string Context::flight_record() const {
   return recorder_.dump("flight recorder of " + describe());
 }
 
-uint64_t Context::agree_on_generation() {
+uint64_t Context::agree_on_generation(const Deadline& deadline) {
   // Each rank counts its own contexts on this store. A rank behind the others (it skipped a
   // creation the others attempted: it had died, or not been started yet) catches up to the
   // highest count, so that a retry after a failure meets under one name. A rank can never see
   // another rank legitimately ahead: that rank's current context needs this rank's address,
   // which this rank publishes only after this step.
-  uint64_t mine = static_cast<uint64_t>(store_->add(generation_key(rank_), 1));
+  uint64_t mine = static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline));
   uint64_t highest = mine;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    highest = std::max(highest, static_cast<uint64_t>(store_->add(generation_key(peer), 0)));
+    highest =
+        std::max(highest, static_cast<uint64_t>(store_->add(generation_key(peer), 0, deadline)));
   }
-  if (highest > mine) store_->add(generation_key(rank_), static_cast<int64_t>(highest - mine));
+  if (highest > mine)
+    store_->add(generation_key(rank_), static_cast<int64_t>(highest - mine), deadline);
   return highest;
+}
+
+std::vector<Bytes> Context::exchange_records(const std::string& record, const Deadline& deadline) {
+  for (;;) {
+    store_->set(store_key(address_key_name(rank_)), to_bytes(record), deadline);
+    std::vector<std::string> keys;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer != rank_) keys.push_back(store_key(address_key_name(peer)));
+    }
+    std::vector<Bytes> values;
+    try {
+      values = store_->multi_get(keys, deadline);
+    } catch (const TimeoutError& e) {
+      std::string others = generation_disagreements(*store_, rank_, size_, generation_);
+      if (!others.empty()) {
+        throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                           " is creating its context number " + std::to_string(generation_) +
+                           " on " + store_->describe() + " but " + others +
+                           ": ranks created different numbers of contexts on this store (a "
+                           "previous job on the same prefix, or a rank that skipped a "
+                           "Context::create); start the job with a fresh GLOO_LITE_PREFIX");
+      }
+      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                         ": not every rank published its address in " + store_->describe() +
+                         " before the timeout (" + e.what() +
+                         "); are all ranks started with the same store and size?");
+    }
+    bool abandoned = false;
+    for (const Bytes& value : values) abandoned = abandoned || to_string(value) == kAbandoned;
+    if (!abandoned) return values;
+    // A peer gave this generation up (its creation failed before this rank arrived) and
+    // retries in the next one: go there too, and tell the others that wait here.
+    LOG_INFO("context", "rank " << rank_ << ": context " << generation_
+                                << " was abandoned by a peer; meeting in the next one");
+    store_->set(store_key(address_key_name(rank_)), to_bytes(kAbandoned), deadline);
+    generation_ = static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline));
+  }
 }
 
 void Context::connect() {
   Deadline deadline = this->deadline();
   mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
   if (size_ == 1) return;
-  generation_ = agree_on_generation();
+  generation_ = agree_on_generation(deadline);
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
   // from a read it makes anyway: one set and P-1 gets per rank.
   uint64_t context_id = rank_ == 0 ? random_context_id() : 0;
@@ -252,30 +305,24 @@ void Context::connect() {
   // the tuner (ranks_per_core) from the same P records.
   const std::string host = host_identity();
   const std::string cpus = usable_cpu_mask();
-  store_->set(
-      store_key(address_key_name(rank_)),
-      to_bytes(std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus));
+  const std::string record =
+      std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus;
+  std::vector<Bytes> values;
+  try {
+    values = exchange_records(record, deadline);
+  } catch (...) {
+    // Leave a tombstone, so that a rank that comes later does not take this attempt's address
+    // for a live one but moves on to the next generation, where this rank will retry.
+    try {
+      store_->set(store_key(address_key_name(rank_)), to_bytes(kAbandoned),
+                  Deadline::after(std::chrono::milliseconds(200)));
+    } catch (...) {
+    }
+    throw;
+  }
   std::vector<std::string> keys;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer != rank_) keys.push_back(store_key(address_key_name(peer)));
-  }
-  std::vector<Bytes> values;
-  try {
-    values = store_->multi_get(keys, deadline);
-  } catch (const TimeoutError& e) {
-    std::string others = generation_disagreements(*store_, rank_, size_, generation_);
-    if (!others.empty()) {
-      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                         " is creating its context number " + std::to_string(generation_) + " on " +
-                         store_->describe() + " but " + others +
-                         ": ranks created different numbers of contexts on this store (a "
-                         "previous job on the same prefix, or a rank that skipped or failed a "
-                         "Context::create); start the job with a fresh GLOO_LITE_PREFIX");
-    }
-    throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                       ": not every rank published its address in " + store_->describe() +
-                       " before the timeout (" + e.what() +
-                       "); are all ranks started with the same store and size?");
   }
   std::vector<std::string> addresses(size_);
   std::vector<std::string> hosts(size_);
@@ -324,7 +371,14 @@ std::shared_ptr<Context> Context::split(int color, int key) {
       store_, store_key("split/" + std::to_string(round) + "/color" + std::to_string(color)));
   ContextOptions options = options_;
   options.report_failures = false;  // its ranks are not the launcher's
-  return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options);
+  try {
+    return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options);
+  } catch (const TimeoutError& e) {
+    // Members that never came may have seen this context fail (a racing split, say).
+    std::string parent = failure();
+    if (parent.empty()) throw;
+    throw TimeoutError(std::string(e.what()) + "; meanwhile the parent context failed: " + parent);
+  }
 }
 
 static Deadline deadline_for(std::chrono::milliseconds timeout,

@@ -127,7 +127,10 @@ class Context : public std::enable_shared_from_this<Context> {
   Context(std::shared_ptr<Store> store, int rank, int size,
           std::shared_ptr<transport::Device> device, ContextOptions options);
   void connect();
-  uint64_t agree_on_generation();
+  uint64_t agree_on_generation(const Deadline& deadline);
+  // Publishes this rank's address record and reads the peers' (in peer order, without this
+  // rank), moving to the next generation while a peer has abandoned the current one.
+  std::vector<Bytes> exchange_records(const std::string& record, const Deadline& deadline);
 
   std::shared_ptr<Store> store_;
   int rank_;

@@ -63,7 +63,8 @@ void publish_failure_report(Store& store, int rank, const std::vector<int>& culp
                             const std::string& message, Deadline deadline) {
   if (deadline.expired()) return;
   try {
-    store.set(failure_report_key(rank), to_bytes(encode_failure_report({rank, culprits, message})));
+    store.set(failure_report_key(rank), to_bytes(encode_failure_report({rank, culprits, message})),
+              deadline);
   } catch (...) {
     // Best effort by contract: the caller is already failing with its own error.
   }

@@ -71,14 +71,15 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
   verdict.same_call.push_back(context.rank());
   try {
     store.set(report_key(context, context.rank()),
-              to_bytes(std::to_string(tag) + " " + std::to_string(sequence) + " " + what));
+              to_bytes(std::to_string(tag) + " " + std::to_string(sequence) + " " + what),
+              deadline);
     int missing = context.size() - 1;
     // Poll: a rank that never arrives writes nothing, so waiting for all keys would always take
     // the whole grace period; polling lets the common case (all present) end early.
     auto pause = std::chrono::milliseconds(5);
     while (missing > 0) {
       for (int peer = 0; peer < context.size(); ++peer) {
-        if (seen[peer] || !store.check({report_key(context, peer)})) continue;
+        if (seen[peer] || !store.check({report_key(context, peer)}, deadline)) continue;
         seen[peer] = true;
         --missing;
         Report report;

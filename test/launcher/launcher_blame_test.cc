@@ -100,14 +100,20 @@ TEST(FailureReport, AReportUnderAnotherRanksKeyIsIgnored) {
 // A store whose every operation fails, as a dead store would.
 class BrokenStore : public Store {
  public:
-  void set(const std::string&, const Bytes&) override { throw StoreError("broken"); }
+  void set(const std::string&, const Bytes&, const Deadline&) override {
+    throw StoreError("broken");
+  }
   Bytes get(const std::string&, const Deadline&) override { throw StoreError("broken"); }
   void wait(const std::vector<std::string>&, const Deadline&) override {
     throw StoreError("broken");
   }
-  int64_t add(const std::string&, int64_t) override { throw StoreError("broken"); }
-  bool check(const std::vector<std::string>&) override { throw StoreError("broken"); }
-  bool erase(const std::string&) override { throw StoreError("broken"); }
+  int64_t add(const std::string&, int64_t, const Deadline&) override {
+    throw StoreError("broken");
+  }
+  bool check(const std::vector<std::string>&, const Deadline&) override {
+    throw StoreError("broken");
+  }
+  bool erase(const std::string&, const Deadline&) override { throw StoreError("broken"); }
   std::string describe() const override { return "broken://"; }
 };
 
