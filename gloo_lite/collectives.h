@@ -1,7 +1,32 @@
 // The collectives API. Every call is collective over the context: all ranks call it with
-// matching arguments (same count, type, op, root; v-variants: same count arrays). In-place
-// when the input and output pointers are equal (MPI_IN_PLACE semantics: for rooted collectives
-// only the root's buffers may alias). Errors are exceptions (gloo_lite/base/error.h).
+// matching arguments (same count, type, op, root; v-variants: same count arrays). Errors are
+// exceptions (gloo_lite/base/error.h).
+//
+// Buffers. In place when the input and output pointers are equal (MPI_IN_PLACE semantics: for
+// rooted collectives only the root's buffers may alias); allgather(v) and gather(v) are also in
+// place when the input is this rank's block of the output, scatter(v) when the output is the
+// root's block of the input. Any other overlap of input and output is InvalidArgument. Counts
+// are elements; a count, a sum of counts or an offset whose byte size does not fit in a buffer
+// (PTRDIFF_MAX bytes) is InvalidArgument, raised before any memory is touched. An invalid call
+// consumes nothing: the context stays usable.
+//
+// Threads. The collectives with one tag (CollectiveOptions::tag) form one ordered stream: call
+// them one at a time and in the same order on every rank. Different tags are independent
+// streams and may run at once from different threads. A collective entering a stream while
+// another one runs there (two threads on one tag) is a program error: it throws
+// InvalidArgument and fails the context on every rank, naming both calls, and the call it
+// raced with does not report success either. (Calls that never overlap on any rank but come in
+// different orders on different ranks cannot be told apart by any library: when they differ in
+// collective, type, count or root the default call check (docs/transport.md) reports a
+// MismatchError; identical calls are simply matched in order.) Context::split is a tag-0
+// collective too.
+//
+// Failures. A collective that fails on one rank fails its context: the rank tells every peer
+// why (they raise with that cause and that rank's number, within milliseconds, not at their
+// deadline), the error names the call ("allreduce #12 on tag 0 (float32 sum, 1024 elements,
+// ring) on rank 1 of 4"), and later calls on the context fail at once with the first cause;
+// create a new context to go on. A timeout also names the ranks that never arrived, on every
+// rank (gloo_lite/hang_report.h). Context::flight_record() shows the recent calls.
 #pragma once
 
 #include <chrono>
