@@ -97,6 +97,7 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
   call.input_memory = input == output ? output_memory.get() : input_memory.get();
   LOG_TRACE("coll", algo::collective_name(call.collective)
                         << " with " << algorithm.name << ", " << call.total_bytes() << " bytes");
+  call.fingerprint = call_fingerprint(call, algorithm);
   algorithm.run(call);
 }
 

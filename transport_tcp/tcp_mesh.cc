@@ -334,10 +334,10 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
   fail_operations_of_peer(peer, kind, message);
 }
 
-void TcpMesh::lose_pair(Pair& pair, const std::string& message) {
+void TcpMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) {
   LOG_WARN("tcp", message);
-  fail_pair(pair, ErrorKind::kConnection, message);
-  fail_mesh(ErrorKind::kConnection, message);
+  fail_pair(pair, kind, message);
+  fail_mesh(kind, message);
 }
 
 void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
@@ -353,10 +353,14 @@ void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   fail_all_operations(kind, message);
 }
 
-void TcpMesh::queue_abort(Pair& pair, const std::string& reason) {
+void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const std::string& reason) {
   OutFrame frame;
   std::string text = reason.substr(0, 4096);
-  wire::encode_header({wire::FrameType::kAbort, 0, text.size(), 0}, frame.header);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kAbort;
+  header.error = static_cast<uint8_t>(kind);
+  header.length = text.size();
+  wire::encode_header(header, frame.header);
   frame.owned.assign(text.begin(), text.end());
   frame.payload = frame.owned.data();
   frame.payload_bytes = frame.owned.size();
@@ -365,14 +369,18 @@ void TcpMesh::queue_abort(Pair& pair, const std::string& reason) {
 
 void TcpMesh::abort(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
+  abort_locked(ErrorKind::kConnection, reason);
+}
+
+void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   for (auto& pair : pairs_) {
-    if (pair && pair->open_) queue_abort(*pair, reason);
+    if (pair && pair->open_) queue_abort(*pair, kind, reason);
   }
   std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
   LOG_WARN("tcp", message << "; telling its peers");
-  fail_mesh(ErrorKind::kConnection, message);
+  fail_mesh(kind, message);
   for (auto& pair : pairs_) {
-    if (pair && pair->open_) fail_pair(*pair, ErrorKind::kConnection, message);
+    if (pair && pair->open_) fail_pair(*pair, kind, message);
   }
 }
 
