@@ -58,19 +58,24 @@ Fingerprint decode(const uint8_t* in) {
   return f;
 }
 
+// Which collectives have a reduction op and a root (the rest ignore both).
+bool has_op(algo::Collective c) {
+  return c == algo::Collective::kAllreduce || c == algo::Collective::kReduce ||
+         c == algo::Collective::kReduceScatter;
+}
+
+bool has_root(algo::Collective c) {
+  return c == algo::Collective::kReduce || c == algo::Collective::kGather ||
+         c == algo::Collective::kScatter || c == algo::Collective::kBroadcast;
+}
+
 std::string describe(const Fingerprint& f) {
   auto collective = static_cast<algo::Collective>(f.collective);
   std::string text = std::string(algo::collective_name(collective)) + "(" +
                      type_name(static_cast<DataType>(f.type)) + ", count " +
                      std::to_string(f.count);
-  if (collective == algo::Collective::kAllreduce || collective == algo::Collective::kReduce ||
-      collective == algo::Collective::kReduceScatter) {
-    text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
-  }
-  if (collective == algo::Collective::kReduce || collective == algo::Collective::kGather ||
-      collective == algo::Collective::kScatter || collective == algo::Collective::kBroadcast) {
-    text += ", root " + std::to_string(f.root);
-  }
+  if (has_op(collective)) text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
+  if (has_root(collective)) text += ", root " + std::to_string(f.root);
   return text + ") as collective #" + std::to_string(f.sequence);
 }
 
@@ -94,16 +99,6 @@ constexpr Field kOpField{49, 3};
 constexpr Field kAlgorithmField{43, 6};
 constexpr Field kRootField{24, 19};
 constexpr Field kCountsField{0, 24};
-
-bool has_op(algo::Collective c) {
-  return c == algo::Collective::kAllreduce || c == algo::Collective::kReduce ||
-         c == algo::Collective::kReduceScatter;
-}
-
-bool has_root(algo::Collective c) {
-  return c == algo::Collective::kReduce || c == algo::Collective::kGather ||
-         c == algo::Collective::kScatter || c == algo::Collective::kBroadcast;
-}
 
 bool has_counts(algo::Collective c) {
   return c != algo::Collective::kAlltoall && c != algo::Collective::kBarrier;
@@ -176,16 +171,15 @@ std::string call_difference(uint64_t mine, uint64_t theirs) {
   return text.empty() ? "an unknown field" : text;
 }
 
-// The transport prints fingerprints through these (registered once, when this file is linked:
-// it is whenever a collective can run).
-const bool describer_registered = [] {
-  transport::set_call_describer({describe_call, call_difference});
-  return true;
-}();
-
 }  // namespace
 
 uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorithm) {
+  // The transport (below this layer) prints fingerprints through these; registered on the
+  // first call, before any message of a collective can carry a fingerprint.
+  static const bool describer_registered = [] {
+    transport::set_call_describer({describe_call, call_difference});
+    return true;
+  }();
   (void)describer_registered;
   const auto& table = algo::all_algorithms();
   // The registry's index (+1, so 0 is "unknown"); every Algorithm a call runs is in the table.

@@ -60,16 +60,17 @@ struct MeshOptions {
 
 // A call fingerprint: 64 bits that identify the collective call a message belongs to (collective,
 // type, op, root, algorithm, a hash of the counts), made by the layer that issues the calls.
-// It travels with every message at no extra round trip; a receive whose fingerprint differs
-// from its matched message's fails with MismatchError naming both calls, and the whole mesh is
-// aborted with that cause, since neither rank can know what the other will send next. 0 means
-// unchecked (point-to-point traffic): it matches anything.
+// It travels with every message at no extra round trip. A tag is one call: a receive and a
+// message of its tag (the one it matches, or one from another peer that waits while the
+// receive is posted) whose fingerprints differ fail the receive with MismatchError naming both
+// calls, and the whole mesh is aborted with that cause, since neither rank can know what the
+// other will send next. 0 means unchecked (point-to-point traffic): it matches anything.
 constexpr uint64_t kUnchecked = 0;
 
 // How the layer that makes fingerprints prints them, for the error of a mismatch. Registered
 // once (the collectives do it); without it fingerprints print as hex numbers.
 struct CallDescriber {
-  // "allreduce #12 (float32, sum, ring, counts #3a9f01)": the call of `fingerprint` under `tag`.
+  // "allreduce #12 (float32, sum, algorithm ring, counts #3a9f01)": `fingerprint` under `tag`.
   std::string (*describe)(uint64_t fingerprint, uint64_t tag);
   // "the collective and the root": what two different fingerprints disagree on.
   std::string (*difference)(uint64_t mine, uint64_t theirs);

@@ -155,6 +155,7 @@ const char* outcome_name(int outcome) {
 
 struct Outcomes {
   std::atomic<int> outcome[kRanks];
+  std::atomic<bool> skipped{false};
 };
 
 struct Variant {
@@ -261,7 +262,7 @@ INSTANTIATE_TEST_SUITE_P(Processes, CollectiveMismatch, ::testing::ValuesIn(vari
 
 constexpr auto kLongTimeout = 20s;
 // Well under the timeout: the rank that detects aborts the context, peers learn within
-// milliseconds (the bound leaves room for a loaded 2-core machine).
+// milliseconds; the rest is slack for a busy test machine.
 constexpr auto kPrompt = 5s;
 
 // Rank r's input element i, exact in every type used here.
@@ -397,11 +398,17 @@ void default_rank_body(const DefaultVariant& v, Context& context, Outcomes& outc
   Arguments a = scenario.arguments(v.count, odd);
   std::string rank = "rank " + std::to_string(context.rank()) + ": ";
   if (!a.env_algorithm.empty()) {
-    // Read on this process's first use of an algorithm choice, which this is.
+    // GLOO_LITE_ALGO is read once per process, on its first algorithm choice: it takes effect
+    // here only when this rank's process made none before the fork (ctest runs these variants
+    // alone for that, with GLOO_LITE_TEST_FRESH_PROCESS=1; see CMakeLists.txt).
     ::setenv("GLOO_LITE_ALGO", a.env_algorithm.c_str(), 1);
     std::string expected = a.env_algorithm.substr(a.env_algorithm.find(':') + 1);
-    ASSERT_EQ(chosen_algorithm(context, a.collective, a.count, a.type), expected)
-        << rank << "GLOO_LITE_ALGO did not take effect; the scenario tests nothing";
+    if (chosen_algorithm(context, a.collective, a.count, a.type) != expected) {
+      ASSERT_EQ(::getenv("GLOO_LITE_TEST_FRESH_PROCESS"), nullptr)
+          << rank << "GLOO_LITE_ALGO did not take effect in a fresh process";
+      outcomes.skipped.store(true);
+      return;
+    }
   }
   CollectiveOptions options;
   options.check = false;
@@ -471,6 +478,10 @@ TEST_P(DetectedByDefault, EveryRankFailsPromptlyNamingBothCalls) {
   auto results = run_context_processes(
       kRanks, [&](Context& context) { default_rank_body(v, context, *outcomes); }, 120s, options);
   expect_all_ok(results);
+  if (outcomes->skipped.load()) {
+    GTEST_SKIP() << "an algorithm was chosen in this process before the fork, so GLOO_LITE_ALGO "
+                    "is fixed; the variant runs alone as collectives_mismatch_env_tests";
+  }
   int mismatches = 0;
   std::string summary;
   for (int rank = 0; rank < kRanks; ++rank) {
