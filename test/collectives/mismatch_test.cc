@@ -51,7 +51,8 @@ uint8_t* make(Keep& keep, size_t elements, DataType type = kType) {
 
 // What a run with check off can expect of a disagreement.
 enum class Without {
-  kCheckOnly,  // nothing on the wire changes (a type of the same width, the op): not run
+  kCheckOnly,  // no message size changes (a type of the same width, the op): not run here,
+               // DetectedByDefault asserts that the call check catches them
   kMayPass,    // may complete everywhere (wrong data, leftover eager messages): roots, the odd
                // rank's view of other ranks' counts; no hang and no corruption still required
   kMustFail,   // a receive disagrees in size with its send: some rank must report it
