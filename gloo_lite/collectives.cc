@@ -130,6 +130,7 @@ void run_algorithm(Call& call, const algo::Algorithm& algorithm, const void* inp
   call.input_memory = input == output ? output_memory.get() : input_memory.get();
   LOG_TRACE("coll", algo::collective_name(call.collective)
                         << " with " << algorithm.name << ", " << call.total_bytes() << " bytes");
+  call.fingerprint = call_fingerprint(call, algorithm);
   algorithm.run(call);
 }
 

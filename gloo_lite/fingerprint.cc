@@ -1,7 +1,10 @@
 #include "gloo_lite/fingerprint.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
+#include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/socket.h"
 
@@ -55,23 +58,147 @@ Fingerprint decode(const uint8_t* in) {
   return f;
 }
 
+// Which collectives have a reduction op and a root (the rest ignore both).
+bool has_op(algo::Collective c) {
+  return c == algo::Collective::kAllreduce || c == algo::Collective::kReduce ||
+         c == algo::Collective::kReduceScatter;
+}
+
+bool has_root(algo::Collective c) {
+  return c == algo::Collective::kReduce || c == algo::Collective::kGather ||
+         c == algo::Collective::kScatter || c == algo::Collective::kBroadcast;
+}
+
 std::string describe(const Fingerprint& f) {
   auto collective = static_cast<algo::Collective>(f.collective);
   std::string text = std::string(algo::collective_name(collective)) + "(" +
                      type_name(static_cast<DataType>(f.type)) + ", count " +
                      std::to_string(f.count);
-  if (collective == algo::Collective::kAllreduce || collective == algo::Collective::kReduce ||
-      collective == algo::Collective::kReduceScatter) {
-    text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
-  }
-  if (collective == algo::Collective::kReduce || collective == algo::Collective::kGather ||
-      collective == algo::Collective::kScatter || collective == algo::Collective::kBroadcast) {
-    text += ", root " + std::to_string(f.root);
-  }
+  if (has_op(collective)) text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
+  if (has_root(collective)) text += ", root " + std::to_string(f.root);
   return text + ") as collective #" + std::to_string(f.sequence);
 }
 
+// --- the per-message call fingerprint (call_fingerprint, fingerprint.h) ---
+
+constexpr uint64_t kLayoutVersion = 1;
+
+// One field of the 64-bit fingerprint: `bits` wide, its lowest bit at `shift`.
+struct Field {
+  int shift;
+  int bits;
+  uint64_t get(uint64_t fingerprint) const { return (fingerprint >> shift) & mask(); }
+  uint64_t put(uint64_t value) const { return (value & mask()) << shift; }
+  uint64_t mask() const { return (uint64_t{1} << bits) - 1; }
+};
+constexpr Field kChecked{63, 1};
+constexpr Field kVersionField{60, 3};
+constexpr Field kCollectiveField{56, 4};
+constexpr Field kTypeField{52, 4};
+constexpr Field kOpField{49, 3};
+constexpr Field kAlgorithmField{43, 6};
+constexpr Field kRootField{24, 19};
+constexpr Field kCountsField{0, 24};
+
+bool has_counts(algo::Collective c) {
+  return c != algo::Collective::kAlltoall && c != algo::Collective::kBarrier;
+}
+
+uint64_t counts_hash(const algo::Call& call) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t value) {
+    h = (h ^ value) * 1099511628211ull;
+    h ^= h >> 29;
+  };
+  mix(call.count);
+  for (size_t block : call.blocks) mix(block);
+  return h ^ (h >> 24) ^ (h >> 48);
+}
+
+std::string hex24(uint64_t value) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%06llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// "allreduce #12 (float32, sum, algorithm ring, counts #3a9f01)"
+std::string describe_call(uint64_t fingerprint, uint64_t tag) {
+  std::string sequence = "#" + std::to_string(tag & kSequenceMask);
+  if ((tag >> 48) != 0) sequence += " on tag " + std::to_string(tag >> 48);
+  if (kVersionField.get(fingerprint) != kLayoutVersion) {
+    return "a call " + sequence + " of an incompatible gloo_lite build (fingerprint " +
+           std::to_string(fingerprint) + ")";
+  }
+  auto collective_index = kCollectiveField.get(fingerprint);
+  auto collective = static_cast<algo::Collective>(collective_index);
+  auto type_index = kTypeField.get(fingerprint);
+  std::string text = collective_index < algo::kCollectiveCount
+                         ? algo::collective_name(collective)
+                         : "collective " + std::to_string(collective_index);
+  text += " " + sequence + " (";
+  text += type_index <= static_cast<uint64_t>(DataType::kFloat64)
+              ? type_name(static_cast<DataType>(type_index))
+              : "type " + std::to_string(type_index);
+  if (has_op(collective))
+    text += std::string(", ") + op_name(static_cast<ReduceOp>(kOpField.get(fingerprint)));
+  if (has_root(collective)) text += ", root " + std::to_string(kRootField.get(fingerprint));
+  uint64_t algorithm = kAlgorithmField.get(fingerprint);
+  const auto& table = algo::all_algorithms();
+  if (algorithm >= 1 && algorithm <= table.size()) {
+    text += std::string(", algorithm ") + table[algorithm - 1].name;
+  }
+  if (has_counts(collective)) text += ", counts #" + hex24(kCountsField.get(fingerprint));
+  return text + ")";
+}
+
+// "the type and the root"
+std::string call_difference(uint64_t mine, uint64_t theirs) {
+  const std::pair<Field, const char*> fields[] = {
+      {kCollectiveField, "the collective"}, {kTypeField, "the type"},
+      {kOpField, "the reduction op"},       {kRootField, "the root"},
+      {kAlgorithmField, "the algorithm"},   {kCountsField, "the element counts"},
+  };
+  std::vector<const char*> differ;
+  for (const auto& [field, name] : fields) {
+    if (field.get(mine) != field.get(theirs)) differ.push_back(name);
+  }
+  if (kVersionField.get(mine) != kVersionField.get(theirs)) return "the gloo_lite version";
+  std::string text;
+  for (size_t i = 0; i < differ.size(); ++i) {
+    text += i == 0 ? "" : i + 1 == differ.size() ? " and " : ", ";
+    text += differ[i];
+  }
+  return text.empty() ? "an unknown field" : text;
+}
+
 }  // namespace
+
+uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorithm) {
+  // The transport (below this layer) prints fingerprints through these; registered on the
+  // first call, before any message of a collective can carry a fingerprint.
+  static const bool describer_registered = [] {
+    transport::set_call_describer({describe_call, call_difference});
+    return true;
+  }();
+  (void)describer_registered;
+  const auto& table = algo::all_algorithms();
+  // The registry's index (+1, so 0 is "unknown"); every Algorithm a call runs is in the table.
+  auto at = reinterpret_cast<uintptr_t>(&algorithm);
+  auto begin = reinterpret_cast<uintptr_t>(table.data());
+  uint64_t algorithm_index = 0;
+  if (at >= begin && at < begin + table.size() * sizeof(algo::Algorithm)) {
+    algorithm_index =
+        std::min<uint64_t>((at - begin) / sizeof(algo::Algorithm) + 1, kAlgorithmField.mask());
+  }
+  uint64_t f = kChecked.put(1) | kVersionField.put(kLayoutVersion) |
+               kCollectiveField.put(static_cast<uint64_t>(call.collective)) |
+               kTypeField.put(static_cast<uint64_t>(call.type)) |
+               kAlgorithmField.put(algorithm_index);
+  if (has_op(call.collective)) f |= kOpField.put(static_cast<uint64_t>(call.op));
+  if (has_root(call.collective)) f |= kRootField.put(static_cast<uint64_t>(call.root));
+  if (has_counts(call.collective)) f |= kCountsField.put(counts_hash(call));
+  return f;
+}
 
 void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
   Fingerprint mine;

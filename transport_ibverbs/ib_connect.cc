@@ -160,6 +160,10 @@ void IbMesh::check_lifelines() {
       peer->lifeline = nullptr;
       fail_pair(*peer, ErrorKind::kConnection,
                 describe_peer(peer->rank) + " has closed this context (clean shutdown)");
+    } catch (const MismatchError& e) {
+      // A peer found a collective mismatch: raise it as one here too.
+      peer->lifeline = nullptr;
+      if (!mesh_failure().failed()) lose_pair(*peer, e.what(), ErrorKind::kMismatch);
     } catch (const Error& e) {
       peer->lifeline = nullptr;
       // The side channel's message names the peer that died or aborted, and why.

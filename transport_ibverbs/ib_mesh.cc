@@ -186,10 +186,10 @@ void IbMesh::fail_pair(Peer& peer, ErrorKind kind, const std::string& message, b
   peer.held.clear();
 }
 
-void IbMesh::lose_pair(Peer& peer, const std::string& message) {
+void IbMesh::lose_pair(Peer& peer, const std::string& message, ErrorKind kind) {
   if (!closed_) LOG_WARN("ibverbs", message);
-  fail_pair(peer, ErrorKind::kConnection, message);
-  fail_mesh(ErrorKind::kConnection, message);
+  fail_pair(peer, kind, message);
+  fail_mesh(kind, message);
 }
 
 void IbMesh::fail_mesh(ErrorKind kind, const std::string& message) {
@@ -208,6 +208,18 @@ void IbMesh::abort(const std::string& reason) {
   std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
   LOG_WARN("ibverbs", message << "; telling its peers");
   fail_mesh(ErrorKind::kConnection, message);
+}
+
+// Lock order: this mesh's mutex, then the side channel's (as check_lifelines takes them).
+void IbMesh::abort_locked(ErrorKind kind, const std::string& reason) {
+  if (auto* control = dynamic_cast<transport::MatchingMesh*>(control_.get())) {
+    control->abort_with(kind, reason);
+  } else if (control_) {
+    control_->abort(reason);
+  }
+  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
+  LOG_WARN("ibverbs", message << "; telling its peers");
+  fail_mesh(kind, message);
 }
 
 }  // namespace gloo_lite::ibverbs

@@ -196,7 +196,10 @@ class IbMesh : public transport::MatchingMesh {
   // ib_mesh.cc (mutex_ held)
   void fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp = false);
   void fail_mesh(ErrorKind kind, const std::string& message);
-  void lose_pair(Peer& peer, const std::string& message);
+  void lose_pair(Peer& peer, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
+  // A collective mismatch found here: the side channel tells the peers (as a MismatchError),
+  // then the mesh fails.
+  void abort_locked(ErrorKind kind, const std::string& reason) override;
   int32_t credits(const Peer& peer) const;
   uint8_t* recv_slot(int peer, int slot) const;
   uint8_t* send_slot(int peer, int slot) const;

@@ -141,6 +141,8 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       }
       OpPtr op = match_posted(peer.rank, h.a);
       if (op) {
+        // A message of another call aborts the mesh: nothing is copied.
+        if (!same_call(peer.rank, op, h.fingerprint)) return true;
         if (op->bytes_ != h.b) {
           reject_size(peer.rank, op, h.b);
           return true;
@@ -150,13 +152,13 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
         return true;
       }
       if (!unexpected_has_room(h.b)) return false;
-      auto message = new_unexpected(peer.rank, h.b);
+      auto message = new_unexpected(peer.rank, h.b, h.fingerprint);
       if (h.b > 0) std::memcpy(message->payload.data(), buffer + wire::kHeaderBytes, h.b);
       queue_unexpected(h.a, std::move(message));
       return true;
     }
     case wire::Type::kReadyToSend:
-      on_ready_to_send(peer.rank, h.a, h.b, h.c);
+      on_ready_to_send(peer.rank, h.a, h.b, h.c, h.fingerprint);
       return true;
     case wire::Type::kClearToSend: {
       auto recv_id = static_cast<uint32_t>(h.c);
@@ -366,13 +368,15 @@ void IbMesh::return_credits(Peer& peer) {
 
 void IbMesh::send_eager(const OpPtr& op) {
   Outgoing message;
-  message.header = {wire::Type::kEager, 0, op->tag_, op->bytes_, 0};
+  message.header = {wire::Type::kEager, 0, op->tag_, op->bytes_, 0, op->fingerprint_};
   message.op = op;
   queue(*peers_[op->peers_[0]], std::move(message));
 }
 
 void IbMesh::send_ready_to_send(const Op& op) {
-  queue_control(*peers_[op.peers_[0]], wire::Type::kReadyToSend, op.tag_, op.bytes_, op.id_);
+  Outgoing message;
+  message.header = {wire::Type::kReadyToSend, 0, op.tag_, op.bytes_, op.id_, op.fingerprint_};
+  queue(*peers_[op.peers_[0]], std::move(message));
 }
 
 // The receiver registers its buffer only now, when a sender is about to write into it.

@@ -23,6 +23,7 @@ void encode(const Header& header, uint8_t* out) {
   put(out + 8, header.a, 8);
   put(out + 16, header.b, 8);
   put(out + 24, header.c, 8);
+  put(out + 32, header.fingerprint, 8);
 }
 
 bool decode(const uint8_t* in, Header* header) {
@@ -32,6 +33,7 @@ bool decode(const uint8_t* in, Header* header) {
   header->a = get(in + 8, 8);
   header->b = get(in + 16, 8);
   header->c = get(in + 24, 8);
+  header->fingerprint = get(in + 32, 8);
   return true;
 }
 

@@ -1,4 +1,4 @@
-// The ibverbs message header: 32 bytes at the start of every SEND (eager payload follows).
+// The ibverbs message header: 40 bytes at the start of every SEND (eager payload follows).
 // RDMA WRITE WITH IMMEDIATE carries no header: its 32-bit immediate is the receiver's recv id.
 // Little-endian on every host; see docs/transport-ibverbs.md.
 #pragma once
@@ -8,12 +8,12 @@
 
 namespace gloo_lite::ibverbs::wire {
 
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kHeaderBytes = 40;
 constexpr uint8_t kMarker = 0xB5;
 
 enum class Type : uint8_t {
-  kEager = 1,             // a = tag, b = length; payload follows
-  kReadyToSend = 2,       // a = tag, b = length, c = send id
+  kEager = 1,             // a = tag, b = length, fingerprint; payload follows
+  kReadyToSend = 2,       // a = tag, b = length, c = send id, fingerprint
   kClearToSend = 3,       // a = send id, b = remote address, c = recv id | rkey << 32
   kSendCancelled = 4,     // a = recv id
   kMismatch = 5,          // a = tag, b = bytes posted, c = bytes sent
@@ -29,6 +29,7 @@ struct Header {
   uint64_t a = 0;
   uint64_t b = 0;
   uint64_t c = 0;
+  uint64_t fingerprint = 0;  // eager, ready-to-send: the sender's call (transport.h); 0 unchecked
 };
 
 void encode(const Header& header, uint8_t* out);

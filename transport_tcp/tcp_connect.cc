@@ -226,9 +226,9 @@ void TcpMesh::close_all(bool goodbye) {
     for (auto& pair : pairs_) {
       if (!pair || !pair->open_) continue;
       if (reason.empty()) {
-        queue_control(*pair, wire::FrameType::kGoodbye, 0, 0, 0);
+        queue_control(*pair, {wire::FrameType::kGoodbye});
       } else {
-        queue_abort(*pair, reason);
+        queue_abort(*pair, mesh_failure().kind, reason);
       }
     }
     // Let queued frames leave, briefly: a peer still reading gets our last messages.

@@ -334,10 +334,10 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
   fail_operations_of_peer(peer, kind, message);
 }
 
-void TcpMesh::lose_pair(Pair& pair, const std::string& message) {
+void TcpMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) {
   LOG_INFO("tcp", message);  // the context warns once, when the failure reaches a call
-  fail_pair(pair, ErrorKind::kConnection, message);
-  fail_mesh(ErrorKind::kConnection, message);
+  fail_pair(pair, kind, message);
+  fail_mesh(kind, message);
 }
 
 void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
@@ -353,10 +353,14 @@ void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   fail_all_operations(kind, message);
 }
 
-void TcpMesh::queue_abort(Pair& pair, const std::string& reason) {
+void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const std::string& reason) {
   OutFrame frame;
   std::string text = reason.substr(0, 4096);
-  wire::encode_header({wire::FrameType::kAbort, 0, text.size(), 0}, frame.header);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kAbort;
+  header.error = static_cast<uint8_t>(kind);
+  header.length = text.size();
+  wire::encode_header(header, frame.header);
   frame.owned.assign(text.begin(), text.end());
   frame.payload = frame.owned.data();
   frame.payload_bytes = frame.owned.size();
@@ -365,6 +369,22 @@ void TcpMesh::queue_abort(Pair& pair, const std::string& reason) {
 
 void TcpMesh::abort(const std::string& reason) {
   std::unique_lock<std::mutex> lock(mutex_);
+  queue_abort_frames(ErrorKind::kConnection, reason);
+  // Peers must read the reason before the connection closes, else they report only a reset.
+  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(200)));
+  fail_after_abort(ErrorKind::kConnection, reason);
+}
+
+void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
+  queue_abort_frames(kind, reason);
+  // The engine holds the lock: one try to send without waiting for room.
+  for (auto& pair : pairs_) {
+    if (pair && pair->open_) write_pair(*pair);
+  }
+  fail_after_abort(kind, reason);
+}
+
+void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_) continue;
     // The reason goes first: frames not yet begun are dropped (their operations fail below),
@@ -372,21 +392,20 @@ void TcpMesh::abort(const std::string& reason) {
     auto begun = pair->out_.begin();
     if (begun != pair->out_.end() && begun->written > 0) ++begun;
     for (auto it = begun; it != pair->out_.end(); ++it) {
-      if (it->op)
-        fail_op(it->op, ErrorKind::kConnection,
-                "rank " + std::to_string(rank_) + " aborted: " + reason);
+      if (it->op) fail_op(it->op, kind, "rank " + std::to_string(rank_) + " aborted: " + reason);
     }
     pair->out_.erase(begun, pair->out_.end());
-    queue_abort(*pair, reason);
+    queue_abort(*pair, kind, reason);
   }
-  // Peers must read the reason before the connection closes, else they report only a reset.
-  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(200)));
+}
+
+void TcpMesh::fail_after_abort(ErrorKind kind, const std::string& reason) {
   std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
   // The context logs the cause once at WARN; this is the transport's part of it.
   LOG_INFO("tcp", message << "; told its peers");
-  fail_mesh(ErrorKind::kConnection, message);
+  fail_mesh(kind, message);
   for (auto& pair : pairs_) {
-    if (pair && pair->open_) fail_pair(*pair, ErrorKind::kConnection, message);
+    if (pair && pair->open_) fail_pair(*pair, kind, message);
   }
 }
 

@@ -78,6 +78,8 @@ class Pair : public EventHandler {
   OpPtr rx_op_;                                // receive being filled (direct)
   std::unique_ptr<Unexpected> rx_unexpected_;  // unexpected message being buffered
   std::vector<uint8_t> rx_text_;               // abort reason being read
+  bool reading_ = false;                       // inside read_pair (a write may not re-enter it)
+  std::string write_error_;                    // a failed write, reported once reads are done
 };
 
 class TcpMesh : public transport::MatchingMesh {
@@ -103,6 +105,7 @@ class TcpMesh : public transport::MatchingMesh {
   // Reads and dispatches what the socket holds. Stops after a short read (the socket is then
   // most likely empty; whoever watches it, loop or waiter, is level-triggered) unless `drain`.
   void read_pair(Pair& pair, bool drain = false);
+  void read_frames(Pair& pair, bool drain);  // read_pair's loop
   void write_pair(Pair& pair);
 
  private:
@@ -120,8 +123,8 @@ class TcpMesh : public transport::MatchingMesh {
   void on_frame_header(Pair& pair);
   void on_payload_done(Pair& pair);
   void queue_frame(Pair& pair, OutFrame frame);
-  void queue_abort(Pair& pair, const std::string& reason);
-  void queue_control(Pair& pair, wire::FrameType type, uint64_t a, uint64_t b, uint64_t c);
+  void queue_abort(Pair& pair, ErrorKind kind, const std::string& reason);
+  void queue_control(Pair& pair, const wire::FrameHeader& header);
   // Re-reads the pairs that stopped reading while the unexpected queue was full.
   void resume_held_messages() override;
   void update_interest(Pair& pair);
@@ -133,10 +136,17 @@ class TcpMesh : public transport::MatchingMesh {
   void fail_pair(Pair& pair, ErrorKind kind, const std::string& message);
   void fail_mesh(ErrorKind kind, const std::string& message);
   // The connection to this peer is gone: fail it and, with it, the whole context.
-  void lose_pair(Pair& pair, const std::string& message);
+  void lose_pair(Pair& pair, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
   // Writes what is queued on every open pair until it is gone or `deadline` passes; lets go of
   // the lock while a socket is full.
   void flush_queued_frames(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  // The engine found this rank cannot go on (a collective mismatch): tell every peer why, with
+  // the kind of error they should raise, and fail the mesh.
+  void abort_locked(ErrorKind kind, const std::string& reason) override;
+  // Abort, in steps: the reason queued first on every open pair, then every pair and
+  // operation failed with it.
+  void queue_abort_frames(ErrorKind kind, const std::string& reason);
+  void fail_after_abort(ErrorKind kind, const std::string& reason);
   void close_all(bool goodbye);
 
   EventLoop* loop_;

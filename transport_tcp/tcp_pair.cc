@@ -49,6 +49,20 @@ void TcpMesh::update_interest(Pair& pair) {
 }
 
 void TcpMesh::read_pair(Pair& pair, bool drain) {
+  bool outer = !pair.reading_;
+  pair.reading_ = true;
+  read_frames(pair, drain);
+  if (!outer) return;
+  pair.reading_ = false;
+  // A write failed while we were reading, and what the peer sent before it closed held no
+  // reason: the write's error is the cause.
+  if (pair.open_ && !pair.write_error_.empty()) {
+    lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                        " while sending: " + pair.write_error_);
+  }
+}
+
+void TcpMesh::read_frames(Pair& pair, bool drain) {
   if (pair.stage_.empty()) pair.stage_.resize(kStageBytes);
   bool short_read = false;
   while (pair.open_) {
@@ -82,7 +96,7 @@ void TcpMesh::read_pair(Pair& pair, bool drain) {
     // second recv would only return EAGAIN. The loop's epoll and the waiter's poll are
     // level-triggered, so whatever arrives meanwhile is reported again. (Direct reads of large
     // payloads keep reading: on a busy stream the next recv usually finds more.)
-    if (short_read && !drain) return;
+    if (short_read && !drain && pair.write_error_.empty()) return;
 
     ssize_t n;
     size_t asked;
@@ -133,6 +147,7 @@ void TcpMesh::read_pair(Pair& pair, bool drain) {
 }
 
 void TcpMesh::write_pair(Pair& pair) {
+  if (!pair.write_error_.empty()) return;  // the pair fails once its reads are done
   while (pair.open_ && !pair.out_.empty()) {
     iovec iov[kMaxIov];
     int count = 0;
@@ -155,14 +170,11 @@ void TcpMesh::write_pair(Pair& pair) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       if (errno == EINTR) continue;
-      // The peer may have closed after telling us why (an abort frame not read yet): read
-      // what arrived first, so that its reason is reported rather than "broken pipe".
-      std::string error = std::strerror(errno);
-      read_pair(pair, /*drain=*/true);
-      if (pair.open_) {
-        lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
-                            " while sending: " + error);
-      }
+      // A peer that fails tells us why and closes; our write may hit its close before we read
+      // its reason. Read what arrived first (all of it): an abort frame there fails the pair
+      // with its cause; otherwise read_pair fails it with this error.
+      pair.write_error_ = std::strerror(errno);
+      if (!pair.reading_) read_pair(pair, /*drain=*/true);
       return;
     }
     size_t left = static_cast<size_t>(n);

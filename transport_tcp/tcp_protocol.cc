@@ -19,7 +19,12 @@ constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 48;
 
 void TcpMesh::send_eager(const OpPtr& op) {
   OutFrame frame;
-  wire::encode_header({wire::FrameType::kEager, op->tag_, op->bytes_, 0}, frame.header);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kEager;
+  header.tag = op->tag_;
+  header.length = op->bytes_;
+  header.fingerprint = op->fingerprint_;
+  wire::encode_header(header, frame.header);
   frame.payload = op->data_;
   frame.payload_bytes = op->bytes_;
   frame.op = op;
@@ -27,17 +32,32 @@ void TcpMesh::send_eager(const OpPtr& op) {
 }
 
 void TcpMesh::send_ready_to_send(const Op& op) {
-  queue_control(*pairs_[op.peers_[0]], wire::FrameType::kReadyToSend, op.tag_, op.bytes_, op.id_);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kReadyToSend;
+  header.tag = op.tag_;
+  header.length = op.bytes_;
+  header.fingerprint = op.fingerprint_;
+  header.send_id = static_cast<uint32_t>(op.id_);
+  queue_control(*pairs_[op.peers_[0]], header);
 }
 
 void TcpMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
-  queue_control(*pairs_[peer], wire::FrameType::kClearToSend, send_id, 0, op->id_);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kClearToSend;
+  header.send_id = static_cast<uint32_t>(send_id);
+  header.recv_id = static_cast<uint32_t>(op->id_);
+  queue_control(*pairs_[peer], header);
 }
 
 void TcpMesh::send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
                                       const std::string& text) {
   Pair& pair = *pairs_[peer];
-  queue_control(pair, wire::FrameType::kMismatch, op.tag_, op.bytes_, sent);
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kMismatch;
+  header.tag = op.tag_;
+  header.length = op.bytes_;
+  header.sent = sent;
+  queue_control(pair, header);
   fail_pair(pair, ErrorKind::kMismatch, text);
 }
 
@@ -46,47 +66,63 @@ void TcpMesh::on_frame_header(Pair& pair) {
   pair.rx_state_ = RxState::kHeader;
   pair.rx_target_ = nullptr;
   pair.rx_left_ = 0;
-  if (wire::has_payload(h.type) && h.b > kMaxMessageBytes) {
+  if (wire::has_payload(h.type) && h.length > kMaxMessageBytes) {
     lose_pair(pair, "protocol error from " + describe_peer(pair.peer_) +
-                        ": impossible payload length " + std::to_string(h.b));
+                        ": impossible payload length " + std::to_string(h.length));
     return;
   }
   switch (h.type) {
     case wire::FrameType::kEager: {
-      OpPtr op = match_posted(pair.peer_, h.a);
+      OpPtr op = match_posted(pair.peer_, h.tag);
       if (op) {
-        if (op->bytes_ != h.b) {
-          reject_size(pair.peer_, op, h.b);
+        // A message of another call aborts the mesh: its payload is never read.
+        if (!same_call(pair.peer_, op, h.fingerprint)) return;
+        if (op->bytes_ != h.length) {
+          reject_size(pair.peer_, op, h.length);
           return;
         }
         pair.rx_op_ = op;
         pair.rx_target_ = op->data_;
       } else {
-        if (!unexpected_has_room(h.b)) {
+        if (!unexpected_has_room(h.length)) {
           // Back-pressure: stop reading this peer until receives drain the queue.
           pair.rx_state_ = RxState::kBlocked;
           update_interest(pair);
           return;
         }
-        pair.rx_unexpected_ = new_unexpected(pair.peer_, h.b);
+        pair.rx_unexpected_ = new_unexpected(pair.peer_, h.length, h.fingerprint);
         pair.rx_target_ = pair.rx_unexpected_->payload.data();
       }
       pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.b;
-      if (h.b == 0) on_payload_done(pair);
+      pair.rx_left_ = h.length;
+      if (h.length == 0) on_payload_done(pair);
       return;
     }
     case wire::FrameType::kReadyToSend:
-      on_ready_to_send(pair.peer_, h.a, h.b, h.c);
+      on_ready_to_send(pair.peer_, h.tag, h.length, h.send_id, h.fingerprint);
       return;
     case wire::FrameType::kClearToSend: {
-      OpPtr op = take_send_awaiting_clearance(h.a);
+      OpPtr op = take_send_awaiting_clearance(h.send_id);
+      if (!op && mesh_failure().failed()) {
+        // The send failed with this context (say, a peer reported a collective mismatch):
+        // the receiver learns that cause, not a cancel that reads like a timeout.
+        queue_abort(pair, mesh_failure().kind, mesh_failure().message);
+        fail_pair(pair, mesh_failure().kind, mesh_failure().message);
+        return;
+      }
       if (!op) {
-        queue_control(pair, wire::FrameType::kSendCancelled, h.c, 0, 0);
+        wire::FrameHeader cancelled;
+        cancelled.type = wire::FrameType::kSendCancelled;
+        cancelled.recv_id = h.recv_id;
+        queue_control(pair, cancelled);
         return;
       }
       OutFrame frame;
-      wire::encode_header({wire::FrameType::kData, h.c, op->bytes_, 0}, frame.header);
+      wire::FrameHeader data;
+      data.type = wire::FrameType::kData;
+      data.recv_id = h.recv_id;
+      data.length = op->bytes_;
+      wire::encode_header(data, frame.header);
       frame.payload = op->data_;
       frame.payload_bytes = op->bytes_;
       frame.op = op;
@@ -95,37 +131,37 @@ void TcpMesh::on_frame_header(Pair& pair) {
     }
     case wire::FrameType::kData: {
       // Data for a cancelled receive (or of the wrong size) is read and discarded.
-      OpPtr op = take_receive_awaiting_data(h.a);
-      if (op && op->bytes_ == h.b) {
+      OpPtr op = take_receive_awaiting_data(h.recv_id);
+      if (op && op->bytes_ == h.length) {
         pair.rx_op_ = std::move(op);
         pair.rx_target_ = pair.rx_op_->data_;
       }
       pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.b;
-      if (h.b == 0) on_payload_done(pair);
+      pair.rx_left_ = h.length;
+      if (h.length == 0) on_payload_done(pair);
       return;
     }
     case wire::FrameType::kSendCancelled:
-      on_send_cancelled(pair.peer_, h.a);
+      on_send_cancelled(pair.peer_, h.recv_id);
       return;
     case wire::FrameType::kMismatch: {
       // A mismatch breaks the whole context, not just this pair: this rank may have nothing
       // pending with that peer any more and be waiting for another, which never learns why.
-      std::string text = sender_mismatch_text(pair.peer_, h.a, h.b, h.c);
+      std::string text = sender_mismatch_text(pair.peer_, h.tag, h.length, h.sent);
       fail_pair(pair, ErrorKind::kMismatch, text);
       fail_mesh(ErrorKind::kMismatch, text);
       return;
     }
     case wire::FrameType::kAbort:
-      if (h.b > kMaxAbortText) {
+      if (h.length > kMaxAbortText) {
         lose_pair(pair, describe_peer(pair.peer_) + " aborted");
         return;
       }
-      pair.rx_text_.assign(h.b, 0);
+      pair.rx_text_.assign(h.length, 0);
       pair.rx_target_ = pair.rx_text_.data();
       pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.b;
-      if (h.b == 0) on_payload_done(pair);
+      pair.rx_left_ = h.length;
+      if (h.length == 0) on_payload_done(pair);
       return;
     case wire::FrameType::kGoodbye:
       fail_pair(pair, ErrorKind::kConnection,
@@ -147,16 +183,20 @@ void TcpMesh::on_payload_done(Pair& pair) {
   if (pair.rx_unexpected_) {
     std::unique_ptr<Unexpected> message = std::move(pair.rx_unexpected_);
     // A receive may have been posted while the payload was arriving.
-    if (OpPtr op = match_posted(pair.peer_, h.a)) {
+    if (OpPtr op = match_posted(pair.peer_, h.tag)) {
       deliver_unexpected(op, *message);
     } else {
-      queue_unexpected(h.a, std::move(message));
+      queue_unexpected(h.tag, std::move(message));
     }
     return;
   }
   if (h.type == wire::FrameType::kAbort) {
     std::string reason(pair.rx_text_.begin(), pair.rx_text_.end());
-    lose_pair(pair, describe_peer(pair.peer_) + " aborted: " + reason);
+    // The peer's kind of failure travels with it: a collective mismatch found there is a
+    // MismatchError here too. Only kinds this build knows are taken; others read as connection.
+    ErrorKind kind = h.error == static_cast<uint8_t>(ErrorKind::kMismatch) ? ErrorKind::kMismatch
+                                                                           : ErrorKind::kConnection;
+    lose_pair(pair, describe_peer(pair.peer_) + " aborted: " + reason, kind);
   }
 }
 
@@ -171,16 +211,16 @@ void TcpMesh::queue_frame(Pair& pair, OutFrame frame) {
   if (idle) write_pair(pair);
 }
 
-void TcpMesh::queue_control(Pair& pair, wire::FrameType type, uint64_t a, uint64_t b, uint64_t c) {
+void TcpMesh::queue_control(Pair& pair, const wire::FrameHeader& header) {
   OutFrame frame;
-  wire::encode_header({type, a, b, c}, frame.header);
+  wire::encode_header(header, frame.header);
   queue_frame(pair, std::move(frame));
 }
 
 void TcpMesh::resume_held_messages() {
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_ || pair->rx_state_ != RxState::kBlocked) continue;
-    if (!unexpected_has_room(pair->rx_header_.b)) continue;
+    if (!unexpected_has_room(pair->rx_header_.length)) continue;
     on_frame_header(*pair);  // re-dispatch the held header now that there is room
     if (pair->open_ && pair->rx_state_ != RxState::kBlocked) {
       update_interest(*pair);

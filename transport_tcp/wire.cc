@@ -36,19 +36,27 @@ Hello decode_hello(const uint8_t in[kHelloBytes]) {
 void encode_header(const FrameHeader& header, uint8_t out[kHeaderBytes]) {
   out[0] = static_cast<uint8_t>(header.type);
   out[1] = kFrameMarker;
-  put_u16(out + 2, 0);
-  put_u32(out + 4, 0);
-  put_u64(out + 8, header.a);
-  put_u64(out + 16, header.b);
-  put_u64(out + 24, header.c);
+  out[2] = header.error;
+  out[3] = 0;
+  put_u32(out + 4, header.send_id);
+  put_u32(out + 8, header.recv_id);
+  put_u32(out + 12, 0);
+  put_u64(out + 16, header.tag);
+  put_u64(out + 24, header.length);
+  put_u64(out + 32, header.fingerprint);
+  put_u64(out + 40, header.sent);
 }
 
 bool decode_header(const uint8_t in[kHeaderBytes], FrameHeader* header) {
   if (in[0] == 0 || in[0] > kMaxFrameType || in[1] != kFrameMarker) return false;
   header->type = static_cast<FrameType>(in[0]);
-  header->a = get_u64(in + 8);
-  header->b = get_u64(in + 16);
-  header->c = get_u64(in + 24);
+  header->error = in[2];
+  header->send_id = get_u32(in + 4);
+  header->recv_id = get_u32(in + 8);
+  header->tag = get_u64(in + 16);
+  header->length = get_u64(in + 24);
+  header->fingerprint = get_u64(in + 32);
+  header->sent = get_u64(in + 40);
   return true;
 }
 

@@ -9,7 +9,8 @@ namespace gloo_lite::tcp::wire {
 
 // Connection handshake, exchanged once per pair before any frame.
 constexpr uint32_t kMagic = 0x544c4c47;  // "GLLT"
-constexpr uint16_t kVersion = 1;
+// 2: 48-byte frame headers that carry the call fingerprint and the error kind of an abort.
+constexpr uint16_t kVersion = 2;
 constexpr uint16_t kHello = 1;     // connector -> listener
 constexpr uint16_t kHelloAck = 2;  // listener -> connector
 constexpr size_t kHelloBytes = 40;
@@ -29,32 +30,37 @@ struct Hello {
 void encode_hello(const Hello& hello, uint8_t out[kHelloBytes]);
 Hello decode_hello(const uint8_t in[kHelloBytes]);
 
-// Frames after the handshake: a 32-byte header, optionally followed by `length` payload bytes.
+// Frames after the handshake: a 48-byte header, optionally followed by `length` payload bytes.
+// Each field has one meaning in every frame that uses it; frames leave the others 0.
 enum class FrameType : uint8_t {
-  kEager = 1,          // a = tag, b = length; payload follows
-  kReadyToSend = 2,    // a = tag, b = length, c = sender's send id
-  kClearToSend = 3,    // a = send id, c = receiver's recv id
-  kData = 4,           // a = recv id, b = length; payload follows
-  kSendCancelled = 5,  // a = recv id: the sender cancelled after the receiver matched
-  kMismatch = 6,       // a = tag, b = bytes the receiver posted, c = bytes the sender sent
-  kAbort = 7,          // b = length of the reason text that follows
+  kEager = 1,          // tag, length, fingerprint; payload follows
+  kReadyToSend = 2,    // tag, length, fingerprint, send_id
+  kClearToSend = 3,    // send_id, recv_id
+  kData = 4,           // recv_id, length; payload follows
+  kSendCancelled = 5,  // recv_id: the sender cancelled after the receiver matched
+  kMismatch = 6,       // tag, length = bytes the receiver posted, sent = bytes the sender sent
+  kAbort = 7,          // error, length of the reason text that follows
   kGoodbye = 8,        // clean close of the context
 };
 constexpr uint8_t kMaxFrameType = 8;
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kHeaderBytes = 48;
 
 struct FrameHeader {
   FrameType type = FrameType::kEager;
-  uint64_t a = 0;
-  uint64_t b = 0;
-  uint64_t c = 0;
+  uint8_t error = 0;         // abort: the kind of error its peers raise (transport::ErrorKind)
+  uint32_t send_id = 0;      // rendezvous: the sender's id for the message
+  uint32_t recv_id = 0;      // rendezvous: the receiver's id for the receive it matched
+  uint64_t tag = 0;          // matching tag
+  uint64_t length = 0;       // message bytes (payload bytes where one follows)
+  uint64_t fingerprint = 0;  // the sender's call (transport.h); 0: unchecked
+  uint64_t sent = 0;         // mismatch: bytes the sender sent
 };
 
 void encode_header(const FrameHeader& header, uint8_t out[kHeaderBytes]);
 // Returns false for a header that is not ours (bad type or marker); the pair is then failed.
 bool decode_header(const uint8_t in[kHeaderBytes], FrameHeader* header);
 
-// Whether frames of this type carry `b` payload bytes.
+// Whether frames of this type carry `length` payload bytes.
 inline bool has_payload(FrameType type) {
   return type == FrameType::kEager || type == FrameType::kData || type == FrameType::kAbort;
 }

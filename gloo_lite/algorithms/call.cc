@@ -64,12 +64,12 @@ Step::~Step() {
 
 transport::RequestPtr Step::send(int peer, const transport::Memory& memory, size_t offset,
                                  size_t bytes) {
-  requests_.push_back(call_.mesh->send(peer, call_.tag, memory, offset, bytes));
+  requests_.push_back(call_.mesh->send(peer, call_.tag, memory, offset, bytes, call_.fingerprint));
   return requests_.back();
 }
 
 transport::RequestPtr Step::recv(int peer, transport::Memory& memory, size_t offset, size_t bytes) {
-  requests_.push_back(call_.mesh->recv(peer, call_.tag, memory, offset, bytes));
+  requests_.push_back(call_.mesh->recv(peer, call_.tag, memory, offset, bytes, call_.fingerprint));
   return requests_.back();
 }
 

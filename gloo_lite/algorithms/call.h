@@ -59,6 +59,9 @@ struct Call {
   transport::Memory* input_memory = nullptr;
   transport::Memory* output_memory = nullptr;
   uint64_t tag = 0;
+  // The call's fingerprint (gloo_lite/fingerprint.h), carried by every message Step posts so
+  // that a peer in another call is caught where its message lands; kUnchecked: not carried.
+  uint64_t fingerprint = transport::kUnchecked;
   Deadline deadline = Deadline::never();
   // Ranks per CPU on the busiest host (Context::ranks_per_core), for the tuner's host term.
   double ranks_per_core = 1;
@@ -91,8 +94,8 @@ class Scratch {
   transport::Memory* memory_;
 };
 
-// Posts sends and receives of one algorithm step and waits for them together; pipelined
-// algorithms also wait for single requests as they go.
+// Posts sends and receives of one algorithm step, under the call's tag and fingerprint, and
+// waits for them together; pipelined algorithms also wait for single requests as they go.
 class Step {
  public:
   explicit Step(const Call& call) : call_(call) {}

@@ -4,6 +4,8 @@
 #include "gloo_lite/transport/matching.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "gloo_lite/base/error.h"
@@ -24,6 +26,22 @@ void check_range(const char* what, const Memory& memory, size_t offset, size_t b
   }
 }
 
+// Set once by the layer that makes fingerprints, read when a mismatch is reported.
+std::atomic<std::string (*)(uint64_t, uint64_t)> describe_call{nullptr};
+std::atomic<std::string (*)(uint64_t, uint64_t)> call_difference{nullptr};
+
+std::string hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string describe_fingerprint(uint64_t fingerprint, uint64_t tag) {
+  auto describe = describe_call.load(std::memory_order_acquire);
+  if (describe != nullptr) return describe(fingerprint, tag);
+  return "call " + hex(fingerprint) + " (tag " + std::to_string(tag) + ")";
+}
+
 OpPtr take(std::unordered_map<uint64_t, OpPtr>& ops, uint64_t id) {
   auto found = ops.find(id);
   if (found == ops.end()) return nullptr;
@@ -33,6 +51,11 @@ OpPtr take(std::unordered_map<uint64_t, OpPtr>& ops, uint64_t id) {
 }
 
 }  // namespace
+
+void set_call_describer(const CallDescriber& describer) {
+  describe_call.store(describer.describe, std::memory_order_release);
+  call_difference.store(describer.difference, std::memory_order_release);
+}
 
 MatchingMesh::MatchingMesh(int rank, int size, const char* log_subsystem)
     : rank_(rank), size_(size), log_subsystem_(log_subsystem) {}
@@ -51,10 +74,10 @@ uint64_t MatchingMesh::next_id() {
 }
 
 RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size_t offset,
-                              size_t bytes) {
+                              size_t bytes, uint64_t fingerprint) {
   check_peer("send", peer);
   check_range("send", memory, offset, bytes);
-  auto op = std::make_shared<Op>(this, Op::Kind::kSend, tag, memory, offset, bytes);
+  auto op = std::make_shared<Op>(this, Op::Kind::kSend, tag, memory, offset, bytes, fingerprint);
   op->peers_ = {peer};
   std::lock_guard<std::mutex> lock(mutex_);
   if (mesh_failure_.failed()) {
@@ -73,11 +96,11 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
 }
 
 RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memory& memory,
-                              size_t offset, size_t bytes) {
+                              size_t offset, size_t bytes, uint64_t fingerprint) {
   if (peers.empty()) throw InvalidArgument("recv: the set of peers is empty");
   for (int peer : peers) check_peer("recv", peer);
   check_range("recv", memory, offset, bytes);
-  auto op = std::make_shared<Op>(this, Op::Kind::kRecv, tag, memory, offset, bytes);
+  auto op = std::make_shared<Op>(this, Op::Kind::kRecv, tag, memory, offset, bytes, fingerprint);
   op->peers_ = peers;
   std::lock_guard<std::mutex> lock(mutex_);
   // Messages that already arrived are matched first, oldest first.
@@ -91,6 +114,17 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
       if (messages.empty()) unexpected_.erase(queue);
       deliver_unexpected(op, *message);
       return op;
+    }
+    // A message under this tag from another peer belongs to this call too, if the ranks agree.
+    for (const auto& message : messages) {
+      if (message->fingerprint == kUnchecked || fingerprint == kUnchecked) continue;
+      if (message->fingerprint != fingerprint) {
+        int peer = message->peer;
+        uint64_t theirs = message->fingerprint;
+        reject_call(peer, op, theirs);
+        return op;
+      }
+      break;  // the others came from the same call as this one
     }
   }
   if (mesh_failure_.failed()) {
@@ -130,11 +164,41 @@ OpPtr MatchingMesh::match_posted(int peer, uint64_t tag) {
   return nullptr;
 }
 
-void MatchingMesh::on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id) {
+bool MatchingMesh::same_call(int peer, const OpPtr& op, uint64_t fingerprint) {
+  if (fingerprint == op->fingerprint_ || fingerprint == kUnchecked ||
+      op->fingerprint_ == kUnchecked) {
+    return true;
+  }
+  reject_call(peer, op, fingerprint);
+  return false;
+}
+
+void MatchingMesh::reject_call(int peer, const OpPtr& op, uint64_t fingerprint) {
+  auto difference = call_difference.load(std::memory_order_acquire);
+  std::string text = "collective mismatch: rank " + std::to_string(rank_) + " in " +
+                     describe_fingerprint(op->fingerprint_, op->tag_) +
+                     " received a message from " + describe_peer(peer) + " in " +
+                     describe_fingerprint(fingerprint, op->tag_);
+  if (difference != nullptr)
+    text += "; the calls differ in " + difference(op->fingerprint_, fingerprint);
+  text +=
+      ". Every rank must call the same collectives in the same order with the same type, op, "
+      "root, counts and algorithm (GLOO_LITE_CHECK=1 compares every pair before each call)";
+  fail_op(op, ErrorKind::kMismatch, text);
+  LOG_WARN(log_subsystem_, text);
+  // Neither rank can know what the other sends next: the context is over, and every peer
+  // learns why from this rank rather than waiting for its deadline.
+  abort_locked(ErrorKind::kMismatch, text);
+}
+
+void MatchingMesh::on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id,
+                                    uint64_t fingerprint) {
   OpPtr op = match_posted(peer, tag);
   if (!op) {
-    queue_unexpected(tag,
-                     std::make_unique<Unexpected>(Unexpected{peer, true, length, send_id, {}}));
+    queue_unexpected(tag, std::make_unique<Unexpected>(
+                              Unexpected{peer, true, length, send_id, fingerprint, {}}));
+  } else if (!same_call(peer, op, fingerprint)) {
+    return;
   } else if (op->bytes_ != length) {
     reject_size(peer, op, length);
   } else {
@@ -176,20 +240,39 @@ void MatchingMesh::on_send_cancelled(int peer, uint64_t recv_id) {
               " after this rank matched it (the sender probably timed out)");
 }
 
-std::unique_ptr<Unexpected> MatchingMesh::new_unexpected(int peer, uint64_t length) {
-  auto message = std::make_unique<Unexpected>(Unexpected{peer, false, length, 0, {}});
+std::unique_ptr<Unexpected> MatchingMesh::new_unexpected(int peer, uint64_t length,
+                                                         uint64_t fingerprint) {
+  auto message = std::make_unique<Unexpected>(Unexpected{peer, false, length, 0, fingerprint, {}});
   message->payload.resize(length);
   unexpected_bytes_ += length;
   return message;
 }
 
 void MatchingMesh::queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> message) {
+  // A tag is one call: a receive posted under it for another peer is of the same call as this
+  // message if the ranks agree. This catches a disagreement where no message of the odd call
+  // would ever match (say a broadcast's leaf among ranks in an allreduce).
+  auto posted = posted_.find(tag);
+  if (posted != posted_.end() && message->fingerprint != kUnchecked) {
+    for (const OpPtr& candidate : posted->second) {
+      if (candidate->fingerprint_ == kUnchecked) continue;
+      if (candidate->fingerprint_ != message->fingerprint) {
+        if (!message->rendezvous) unexpected_bytes_ -= message->length;
+        OpPtr op = candidate;  // reject_call clears posted_
+        reject_call(message->peer, op, message->fingerprint);
+        return;
+      }
+      break;
+    }
+  }
   unexpected_[tag].push_back(std::move(message));
 }
 
 void MatchingMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
   op->source_ = message.peer;
-  if (message.length != op->bytes_) {
+  if (!same_call(message.peer, op, message.fingerprint)) {
+    // The mesh is aborted; nothing is copied.
+  } else if (message.length != op->bytes_) {
     reject_size(message.peer, op, message.length);
   } else if (message.rendezvous) {
     clear_to_send(message.peer, op, message.send_id);

@@ -4,6 +4,10 @@
 //    any); messages match them per (peer, tag) and never overtake;
 //  - the unexpected queue (eager payloads and rendezvous announcements that found no receive)
 //    and its byte bound;
+//  - the call check: a message matched by a receive of another call (their fingerprints
+//    differ, transport.h) fails that receive and aborts the mesh, wherever it matched; so does
+//    a message that waits under a tag for which a receive of another call is posted (a tag is
+//    one call, whichever peer the message came from);
 //  - the rendezvous bookkeeping: sends awaiting clear-to-send and receives awaiting their data,
 //    by id;
 //  - completion, failure and cancel of requests, and the end-of-wait rule (first failure,
@@ -36,10 +40,19 @@ class MatchingMesh : public Mesh {
   int rank() const final { return rank_; }
   int size() const final { return size_; }
   // Posting takes the mutex; the transport's send_* hooks then run under it.
-  RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes) final;
+  RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,
+                  uint64_t fingerprint) final;
   RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory, size_t offset,
-                  size_t bytes) final;
+                  size_t bytes, uint64_t fingerprint) final;
+  using Mesh::recv;
+  using Mesh::send;
   void cancel(const RequestPtr& request) final;
+  // Mesh::abort with the kind of error the peers raise (kMismatch: a collective mismatch found
+  // elsewhere, as a transport that relays aborts through another mesh needs).
+  void abort_with(ErrorKind kind, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abort_locked(kind, reason);
+  }
 
   // One mutex guards all matching state and the transport's own; completions wake waiters
   // through one condition variable.
@@ -57,9 +70,16 @@ class MatchingMesh : public Mesh {
 
   // --- for the transport's receive path ---
   // The oldest posted receive for `tag` that accepts `peer`, removed and bound to that peer.
+  // The transport then checks the message against it: same_call first, then the size.
   OpPtr match_posted(int peer, uint64_t tag);
-  // An announced large message: accepted (clear-to-send), refused (size), or queued.
-  void on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id);
+  // Whether a message of the call `fingerprint` from `peer` may complete `op`. When not (both
+  // are checked and differ), op fails with a MismatchError naming both calls and the mesh is
+  // aborted with that cause (abort_locked): the transport must not touch op's buffer or read
+  // further from the mesh's pairs.
+  bool same_call(int peer, const OpPtr& op, uint64_t fingerprint);
+  // An announced large message: accepted (clear-to-send), refused (call, size), or queued.
+  void on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id,
+                        uint64_t fingerprint);
   // The sender awaiting clear-to-send under `send_id`, removed; nullptr if it was cancelled.
   OpPtr take_send_awaiting_clearance(uint64_t send_id);
   // The receive awaiting data under `recv_id`, removed; nullptr if it was cancelled.
@@ -73,7 +93,9 @@ class MatchingMesh : public Mesh {
     return unexpected_bytes_ == 0 || unexpected_bytes_ + bytes <= unexpected_limit_;
   }
   // An eager message of `length` bytes, counted against the bound; the caller fills payload.
-  std::unique_ptr<Unexpected> new_unexpected(int peer, uint64_t length);
+  std::unique_ptr<Unexpected> new_unexpected(int peer, uint64_t length, uint64_t fingerprint);
+  // Unless a receive posted under `tag` (for another peer) is of another call: then that
+  // receive is rejected as in same_call, and the message dropped.
   void queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> message);
   // Hands a queued message to a receive that just matched it.
   void deliver_unexpected(const OpPtr& op, Unexpected& message);
@@ -116,6 +138,9 @@ class MatchingMesh : public Mesh {
   // Sends the mismatch notice (tag, posted, sent) and closes the pair with `text`.
   virtual void send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
                                        const std::string& text) = 0;
+  // This rank cannot go on (a collective mismatch): tells every peer `reason` with `kind`, so
+  // that they raise the same kind of error promptly, and fails the whole mesh.
+  virtual void abort_locked(ErrorKind kind, const std::string& reason) = 0;
   // Room appeared in the unexpected queue: take in what was held back.
   virtual void resume_held_messages() = 0;
   // op was cancelled: the wire must no longer read or write its buffer once this returns.
@@ -134,6 +159,8 @@ class MatchingMesh : public Mesh {
   uint64_t next_id();
   // Lets the sender of `send_id` deliver into op's buffer.
   void clear_to_send(int peer, const OpPtr& op, uint64_t send_id);
+  // Fails op and aborts the mesh: `peer` sent a message of the call `fingerprint` into it.
+  void reject_call(int peer, const OpPtr& op, uint64_t fingerprint);
 
   const char* log_subsystem_;
   uint32_t last_id_ = 0;  // ids fit 32 bits: verbs carries a recv id as immediate data

@@ -32,10 +32,12 @@ class Op : public Request {
   enum class Kind { kSend, kRecv };
   enum class Status { kPending, kDone, kFailed, kCancelled };
 
-  Op(MatchingMesh* mesh, Kind kind, uint64_t tag, const Memory& memory, size_t offset, size_t bytes)
+  Op(MatchingMesh* mesh, Kind kind, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,
+     uint64_t fingerprint)
       : mesh_(mesh),
         kind_(kind),
         tag_(tag),
+        fingerprint_(fingerprint),
         memory_(&memory),
         data_(memory.data() + offset),
         bytes_(bytes) {}
@@ -45,6 +47,7 @@ class Op : public Request {
   MatchingMesh* mesh_;
   Kind kind_;
   uint64_t tag_;
+  uint64_t fingerprint_;  // the call it belongs to (transport.h); kUnchecked: none
   const Memory* memory_;  // the registered region: verbs needs its keys for a rendezvous
   uint8_t* data_;
   size_t bytes_;
@@ -64,7 +67,8 @@ struct Unexpected {
   int peer;
   bool rendezvous;
   uint64_t length;
-  uint64_t send_id;  // rendezvous: the sender's id, echoed in clear-to-send
+  uint64_t send_id;      // rendezvous: the sender's id, echoed in clear-to-send
+  uint64_t fingerprint;  // the sender's call
   std::vector<uint8_t> payload;
 };
 

@@ -5,8 +5,10 @@
 //    addresses that the context exchanges via the store;
 //  - memory is registered once (free on TCP, ibv_reg_mr on verbs) and referenced by offset;
 //  - send/recv are tagged, matched per (peer, tag) in posting order, never overtaking;
-//  - a size mismatch fails both ends; a broken connection fails every pending request with an
-//    error naming the peer; every wait has a deadline.
+//  - a size mismatch fails both ends; a message whose call fingerprint differs from its
+//    receive's fails the receive and aborts the mesh (MismatchError everywhere); a broken
+//    connection fails every pending request with an error naming the peer; every wait has a
+//    deadline.
 #pragma once
 
 #include <cstddef>
@@ -56,6 +58,25 @@ struct MeshOptions {
   size_t unexpected_bytes = 0;
 };
 
+// A call fingerprint: 64 bits that identify the collective call a message belongs to (collective,
+// type, op, root, algorithm, a hash of the counts), made by the layer that issues the calls.
+// It travels with every message at no extra round trip. A tag is one call: a receive and a
+// message of its tag (the one it matches, or one from another peer that waits while the
+// receive is posted) whose fingerprints differ fail the receive with MismatchError naming both
+// calls, and the whole mesh is aborted with that cause, since neither rank can know what the
+// other will send next. 0 means unchecked (point-to-point traffic): it matches anything.
+constexpr uint64_t kUnchecked = 0;
+
+// How the layer that makes fingerprints prints them, for the error of a mismatch. Registered
+// once (the collectives do it); without it fingerprints print as hex numbers.
+struct CallDescriber {
+  // "allreduce #12 (float32, sum, algorithm ring, counts #3a9f01)": `fingerprint` under `tag`.
+  std::string (*describe)(uint64_t fingerprint, uint64_t tag);
+  // "the collective and the root": what two different fingerprints disagree on.
+  std::string (*difference)(uint64_t mine, uint64_t theirs);
+};
+void set_call_describer(const CallDescriber& describer);
+
 // One context's connections to all its peers.
 class Mesh {
  public:
@@ -76,14 +97,25 @@ class Mesh {
   virtual std::unique_ptr<Memory> register_memory(void* data, size_t bytes,
                                                   MemoryKind kind = MemoryKind::kHost) = 0;
 
-  // Sends `bytes` from `memory` at `offset` to `peer` under `tag`.
-  virtual RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset,
-                          size_t bytes) = 0;
-  // Receives exactly `bytes` into `memory` at `offset` from any one of `peers` under `tag`.
+  // Sends `bytes` from `memory` at `offset` to `peer` under `tag`, as part of the call
+  // `fingerprint` (kUnchecked: none).
+  virtual RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,
+                          uint64_t fingerprint) = 0;
+  // Receives exactly `bytes` into `memory` at `offset` from any one of `peers` under `tag`, as
+  // part of the call `fingerprint` (kUnchecked: accepts a message of any call).
   virtual RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory,
-                          size_t offset, size_t bytes) = 0;
-  RequestPtr recv(int peer, uint64_t tag, Memory& memory, size_t offset, size_t bytes) {
-    return recv(std::vector<int>{peer}, tag, memory, offset, bytes);
+                          size_t offset, size_t bytes, uint64_t fingerprint) = 0;
+  // Point-to-point forms: unchecked.
+  RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes) {
+    return send(peer, tag, memory, offset, bytes, kUnchecked);
+  }
+  RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory, size_t offset,
+                  size_t bytes) {
+    return recv(peers, tag, memory, offset, bytes, kUnchecked);
+  }
+  RequestPtr recv(int peer, uint64_t tag, Memory& memory, size_t offset, size_t bytes,
+                  uint64_t fingerprint = kUnchecked) {
+    return recv(std::vector<int>{peer}, tag, memory, offset, bytes, fingerprint);
   }
 
   // Waits for all requests. Throws the first failure; on the deadline, cancels the requests

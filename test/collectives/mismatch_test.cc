@@ -9,11 +9,21 @@
 //    receive disagrees in size with its send, at least one rank reports MismatchError or
 //    TimeoutError.
 // Every scenario runs with a small (eager) and a large (rendezvous) count.
+//
+// DetectedByDefault: disagreements that change nothing on the wire's sizes (type of the same
+// width, op, root, collective, algorithm) and one that does (count), all with check off. The
+// call fingerprint in every message catches them where the odd rank's message lands: a rank
+// that receives it throws MismatchError naming both calls, and it aborts the context so that
+// every other rank throws the same cause within milliseconds, not at its (20 s) deadline. No
+// rank may return a result other than what its own arguments ask for.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 
+#include "gloo_lite/algorithm_choice.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
 #include "test/collectives/process_sync.h"
@@ -41,7 +51,8 @@ uint8_t* make(Keep& keep, size_t elements, DataType type = kType) {
 
 // What a run with check off can expect of a disagreement.
 enum class Without {
-  kCheckOnly,  // nothing on the wire changes (a type of the same width, the op): not run
+  kCheckOnly,  // no message size changes (a type of the same width, the op): not run here,
+               // DetectedByDefault asserts that the call check catches them
   kMayPass,    // may complete everywhere (wrong data, leftover eager messages): roots, the odd
                // rank's view of other ranks' counts; no hang and no corruption still required
   kMustFail,   // a receive disagrees in size with its send: some rank must report it
@@ -145,6 +156,7 @@ const char* outcome_name(int outcome) {
 
 struct Outcomes {
   std::atomic<int> outcome[kRanks];
+  std::atomic<bool> skipped{false};
 };
 
 struct Variant {
@@ -244,6 +256,247 @@ TEST_P(CollectiveMismatch, FailsCleanly) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, CollectiveMismatch, ::testing::ValuesIn(variants()),
                          [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.name();
+                         });
+
+// --- DetectedByDefault ---
+
+constexpr auto kLongTimeout = 20s;
+// Well under the timeout: the rank that detects aborts the context, peers learn within
+// milliseconds; the rest is slack for a busy test machine.
+constexpr auto kPrompt = 5s;
+
+// Rank r's input element i, exact in every type used here.
+int32_t input_value(int rank, size_t i) { return (rank + 1) * 100 + static_cast<int32_t>(i % 50); }
+
+// What one rank does and what its own arguments make the right result.
+struct Arguments {
+  const char* collective = "allreduce";  // "allreduce" or "broadcast"
+  DataType type = DataType::kInt32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  size_t count = 0;
+  std::string algorithm = "auto";
+  std::string env_algorithm;  // GLOO_LITE_ALGO for this rank, when set
+};
+
+struct DefaultScenario {
+  const char* name;
+  int odd;
+  Arguments (*arguments)(size_t n, bool odd);
+  // Both must appear in every rank's MismatchError: the two calls as described.
+  const char* mine;
+  const char* theirs;
+};
+
+const DefaultScenario kDefaultScenarios[] = {
+    {"type", 1,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       a.type = odd ? DataType::kFloat32 : DataType::kInt32;
+       return a;
+     },
+     "(int32", "(float32"},
+    {"op", 3,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       a.op = odd ? ReduceOp::kMax : ReduceOp::kSum;
+       return a;
+     },
+     "int32, sum", "int32, max"},
+    {"root", 2,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.collective = "broadcast";
+       a.count = n;
+       a.root = odd ? 2 : 0;
+       return a;
+     },
+     "root 0", "root 2"},
+    {"collective", 1,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       // As the root it sends at once. (A leaf of a broadcast among ranks in an allreduce may
+       // wait on a rank that waits on it, and no message ever crosses: only the explicit
+       // check can see that.)
+       if (odd) a.collective = "broadcast";
+       a.root = 1;
+       return a;
+     },
+     "allreduce #", "broadcast #"},
+    {"count", 2,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = odd ? n + 1 : n;
+       return a;
+     },
+     "element counts", "allreduce #"},
+    {"algorithm_option", 1,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       a.algorithm = odd ? "ring" : "recursive_doubling";
+       return a;
+     },
+     "algorithm ring", "algorithm recursive_doubling"},
+    {"algorithm_env", 1,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       a.env_algorithm = odd ? "allreduce:ring" : "allreduce:recursive_doubling";
+       return a;
+     },
+     "algorithm ring", "algorithm recursive_doubling"},
+};
+
+template <typename T>
+void fill_input(uint8_t* out, int rank, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    T value = static_cast<T>(input_value(rank, i));
+    std::memcpy(out + i * sizeof(T), &value, sizeof(T));
+  }
+}
+
+template <typename T>
+bool result_is_right(const uint8_t* data, const Arguments& a, int ranks) {
+  for (size_t i = 0; i < a.count; ++i) {
+    int32_t expected = input_value(a.root, i);
+    if (std::strcmp(a.collective, "allreduce") == 0) {
+      expected = a.op == ReduceOp::kMax ? input_value(ranks - 1, i) : 0;
+      for (int r = 0; a.op == ReduceOp::kSum && r < ranks; ++r) expected += input_value(r, i);
+    }
+    T value;
+    std::memcpy(&value, data + i * sizeof(T), sizeof(T));
+    if (value != static_cast<T>(expected)) return false;
+  }
+  return true;
+}
+
+struct DefaultVariant {
+  const DefaultScenario* scenario;
+  size_t count;
+  std::string name() const { return std::string(scenario->name) + "_n" + std::to_string(count); }
+};
+
+void PrintTo(const DefaultVariant& v, std::ostream* os) { *os << v.name(); }
+
+std::vector<DefaultVariant> default_variants() {
+  std::vector<DefaultVariant> all;
+  for (const DefaultScenario& scenario : kDefaultScenarios) {
+    for (size_t count : {size_t{12}, size_t{100000}}) all.push_back({&scenario, count});
+  }
+  return all;
+}
+
+class DetectedByDefault : public ::testing::TestWithParam<DefaultVariant> {};
+
+void default_rank_body(const DefaultVariant& v, Context& context, Outcomes& outcomes) {
+  const DefaultScenario& scenario = *v.scenario;
+  bool odd = context.rank() == scenario.odd;
+  Arguments a = scenario.arguments(v.count, odd);
+  std::string rank = "rank " + std::to_string(context.rank()) + ": ";
+  if (!a.env_algorithm.empty()) {
+    // GLOO_LITE_ALGO is read once per process, on its first algorithm choice: it takes effect
+    // here only when this rank's process made none before the fork (ctest runs these variants
+    // alone for that, with GLOO_LITE_TEST_FRESH_PROCESS=1; see CMakeLists.txt).
+    ::setenv("GLOO_LITE_ALGO", a.env_algorithm.c_str(), 1);
+    std::string expected = a.env_algorithm.substr(a.env_algorithm.find(':') + 1);
+    if (chosen_algorithm(context, a.collective, a.count, a.type) != expected) {
+      ASSERT_EQ(::getenv("GLOO_LITE_TEST_FRESH_PROCESS"), nullptr)
+          << rank << "GLOO_LITE_ALGO did not take effect in a fresh process";
+      outcomes.skipped.store(true);
+      return;
+    }
+  }
+  CollectiveOptions options;
+  options.check = false;
+  options.timeout = kLongTimeout;
+  options.algorithm = a.algorithm;
+  GuardedBuffer input(a.count * element_bytes(a.type));
+  GuardedBuffer output(a.count * element_bytes(a.type));
+  if (a.type == DataType::kFloat32) {
+    fill_input<float>(input.data(), context.rank(), a.count);
+  } else {
+    fill_input<int32_t>(input.data(), context.rank(), a.count);
+  }
+  fill_filler(output.data(), output.bytes());
+  Outcome outcome = kReturned;
+  std::string message;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    if (std::strcmp(a.collective, "broadcast") == 0) {
+      std::memcpy(output.data(), input.data(), input.bytes());
+      broadcast(context, output.data(), a.count, a.type, a.root, options);
+    } else {
+      allreduce(context, input.data(), output.data(), a.count, a.type, a.op, options);
+    }
+  } catch (const MismatchError& error) {
+    outcome = kMismatch;
+    message = error.what();
+  } catch (const TimeoutError& error) {
+    outcome = kTimeout;
+    message = error.what();
+  } catch (const ConnectionError& error) {
+    outcome = kConnection;
+    message = error.what();
+  } catch (const std::exception& error) {
+    outcome = kOther;
+    message = describe_exception(error);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  outcomes.outcome[context.rank()].store(outcome);
+  store_barrier(context, "done");
+  EXPECT_EQ(input.damaged_guard(), "") << rank << "input";
+  EXPECT_EQ(output.damaged_guard(), "") << rank << "output";
+  EXPECT_LT(elapsed, kPrompt)
+      << rank << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+      << " ms to end with " << outcome_name(outcome) << " " << message;
+  if (outcome == kReturned) {
+    // Only a rank that heard from no rank of another call may return, with the right result.
+    bool right = a.type == DataType::kFloat32
+                     ? result_is_right<float>(output.data(), a, context.size())
+                     : result_is_right<int32_t>(output.data(), a, context.size());
+    EXPECT_TRUE(right) << rank << "returned success with a wrong result";
+    return;
+  }
+  ASSERT_EQ(outcome, kMismatch) << rank << "expected MismatchError, got " << outcome_name(outcome)
+                                << ": " << message;
+  EXPECT_NE(message.find("collective mismatch"), std::string::npos) << rank << message;
+  EXPECT_NE(message.find(scenario.mine), std::string::npos)
+      << rank << "the message does not name the call with '" << scenario.mine << "': " << message;
+  EXPECT_NE(message.find(scenario.theirs), std::string::npos)
+      << rank << "the message does not name the call with '" << scenario.theirs << "': " << message;
+}
+
+TEST_P(DetectedByDefault, EveryRankFailsPromptlyNamingBothCalls) {
+  const DefaultVariant& v = GetParam();
+  SharedMapping<Outcomes> outcomes;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      kRanks, [&](Context& context) { default_rank_body(v, context, *outcomes); }, 120s, options);
+  expect_all_ok(results);
+  if (outcomes->skipped.load()) {
+    GTEST_SKIP() << "an algorithm was chosen in this process before the fork, so GLOO_LITE_ALGO "
+                    "is fixed; the variant runs alone as collectives_mismatch_env_tests";
+  }
+  int mismatches = 0;
+  std::string summary;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    int outcome = outcomes->outcome[rank].load();
+    summary += " rank " + std::to_string(rank) + ": " + outcome_name(outcome) + ";";
+    mismatches += outcome == kMismatch;
+  }
+  // The odd rank's call is never completed by a rank of the other call without a message
+  // between them, so someone must have seen it.
+  EXPECT_GT(mismatches, 0) << "nobody detected the disagreement:" << summary;
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, DetectedByDefault, ::testing::ValuesIn(default_variants()),
+                         [](const ::testing::TestParamInfo<DefaultVariant>& info) {
                            return info.param.name();
                          });
 

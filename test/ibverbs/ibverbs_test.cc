@@ -13,6 +13,7 @@
 #include "transport_ibverbs/ib_device.h"
 #include "transport_ibverbs/ib_mesh.h"
 #include "transport_ibverbs/ib_select.h"
+#include "transport_ibverbs/wire.h"
 
 namespace gloo_lite::test {
 namespace {
@@ -50,6 +51,33 @@ ibverbs::GidEntry entry(int index, int type, std::initializer_list<uint8_t> tail
   int i = 12;
   for (uint8_t b : tail) e.raw[i++] = b;
   return e;
+}
+
+// The call fingerprint travels at bytes 32..39 of every header, least significant byte first
+// (docs/transport-ibverbs.md); the fields before it stay where they were.
+TEST(Wire, HeaderCarriesTheCallFingerprint) {
+  ibverbs::wire::Header header{ibverbs::wire::Type::kReadyToSend,
+                               7,
+                               0x1112131415161718ull,
+                               4096,
+                               0x21,
+                               0x3132333435363738ull};
+  uint8_t bytes[ibverbs::wire::kHeaderBytes];
+  ibverbs::wire::encode(header, bytes);
+  EXPECT_EQ(bytes[0], 2);
+  EXPECT_EQ(bytes[4], 7);
+  EXPECT_EQ(bytes[8], 0x18);
+  EXPECT_EQ(bytes[24], 0x21);
+  EXPECT_EQ(bytes[32], 0x38);
+  EXPECT_EQ(bytes[39], 0x31);
+  ibverbs::wire::Header back;
+  ASSERT_TRUE(ibverbs::wire::decode(bytes, &back));
+  EXPECT_EQ(back.type, header.type);
+  EXPECT_EQ(back.credits, header.credits);
+  EXPECT_EQ(back.a, header.a);
+  EXPECT_EQ(back.b, header.b);
+  EXPECT_EQ(back.c, header.c);
+  EXPECT_EQ(back.fingerprint, header.fingerprint);
 }
 
 TEST(GidChoice, PrefersRoceV2WithAnIpv4MappedAddress) {

@@ -74,13 +74,36 @@ TEST(Handshake, WireHeadersAreLittleEndianWhateverTheHost) {
   EXPECT_EQ(decoded.context_id, hello.context_id);
   EXPECT_EQ(decoded.src_rank, hello.src_rank);
 
-  tcp::wire::FrameHeader header{tcp::wire::FrameType::kData, 7, 1ull << 40, 9};
+  // Every field at its documented offset (docs/wire-format.md), least significant byte first.
+  tcp::wire::FrameHeader header;
+  header.type = tcp::wire::FrameType::kReadyToSend;
+  header.error = 3;
+  header.send_id = 0x11121314;
+  header.recv_id = 0x21222324;
+  header.tag = 0x3132333435363738ull;
+  header.length = 1ull << 40;
+  header.fingerprint = 0x4142434445464748ull;
+  header.sent = 0x5152535455565758ull;
   uint8_t frame[tcp::wire::kHeaderBytes];
   tcp::wire::encode_header(header, frame);
+  EXPECT_EQ(frame[0], 2);
+  EXPECT_EQ(frame[2], 3);
+  EXPECT_EQ(frame[4], 0x14);
+  EXPECT_EQ(frame[8], 0x24);
+  EXPECT_EQ(frame[16], 0x38);
+  EXPECT_EQ(frame[29], 0x01);  // bit 40 of the length
+  EXPECT_EQ(frame[32], 0x48);
+  EXPECT_EQ(frame[47], 0x51);
   tcp::wire::FrameHeader back;
   ASSERT_TRUE(tcp::wire::decode_header(frame, &back));
   EXPECT_EQ(back.type, header.type);
-  EXPECT_EQ(back.b, header.b);
+  EXPECT_EQ(back.error, header.error);
+  EXPECT_EQ(back.send_id, header.send_id);
+  EXPECT_EQ(back.recv_id, header.recv_id);
+  EXPECT_EQ(back.tag, header.tag);
+  EXPECT_EQ(back.length, header.length);
+  EXPECT_EQ(back.fingerprint, header.fingerprint);
+  EXPECT_EQ(back.sent, header.sent);
   frame[0] = 0x77;
   EXPECT_FALSE(tcp::wire::decode_header(frame, &back));
 }
