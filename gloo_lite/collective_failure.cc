@@ -23,8 +23,9 @@ void fail_collective(const FailedCall& call, std::exception_ptr error) {
     context.fail(message, {}, /*tell_peers=*/false);
     throw ConnectionError(message);
   } catch (const MismatchError& e) {
+    // The transport that found the mismatch has told every peer already.
     std::string message = where + " failed: " + e.what();
-    context.fail(message);
+    context.fail(message, {}, /*tell_peers=*/false);
     throw MismatchError(message);
   } catch (const InvalidArgument& e) {
     std::string message = where + " failed: " + e.what();

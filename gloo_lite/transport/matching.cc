@@ -185,7 +185,7 @@ void MatchingMesh::reject_call(int peer, const OpPtr& op, uint64_t fingerprint) 
       ". Every rank must call the same collectives in the same order with the same type, op, "
       "root, counts and algorithm (GLOO_LITE_CHECK=1 compares every pair before each call)";
   fail_op(op, ErrorKind::kMismatch, text);
-  LOG_WARN(log_subsystem_, text);
+  LOG_INFO(log_subsystem_, text);  // the context warns once, when it reaches a call
   // Neither rank can know what the other sends next: the context is over, and every peer
   // learns why from this rank rather than waiting for its deadline.
   abort_locked(ErrorKind::kMismatch, text);
@@ -293,8 +293,9 @@ void MatchingMesh::reject_size(int peer, const OpPtr& op, uint64_t sent) {
                      " bytes; both ranks must agree on the message size";
   fail_op(op, ErrorKind::kMismatch, text);
   if (!peer_open(peer)) return;
-  LOG_WARN(log_subsystem_, text);
   send_mismatch_and_close(peer, *op, sent, text);
+  // The other peers must learn it too: they may be waiting for a rank that will never come.
+  abort_locked(ErrorKind::kMismatch, text);
 }
 
 std::string MatchingMesh::sender_mismatch_text(int peer, uint64_t tag, uint64_t posted,
