@@ -7,44 +7,48 @@ namespace gloo_lite {
 
 void fail_collective(const FailedCall& call, std::exception_ptr error) {
   Context& context = *call.context;
-  const std::string where = call.what + " on rank " + std::to_string(context.rank()) + " of " +
-                            std::to_string(context.size());
+  const std::string on_rank =
+      " on rank " + std::to_string(context.rank()) + " of " + std::to_string(context.size());
+  // The cause first (messages get cut), the call's details after it.
+  const std::string where = call.what + " failed" + on_rank;
+  const std::string details = " (call: " + call.arguments + ")";
   try {
     std::rethrow_exception(error);
   } catch (const TimeoutError& e) {
     HangVerdict verdict = exchange_hang_reports(context, call.tag, call.sequence, call.what,
                                                 hang_report_grace(call.timeout));
-    std::string message = where + " (" + context.describe() + ") timed out after " +
-                          format_ms(call.timeout) + ": " + verdict.text() + " [" + e.what() + "]";
+    std::string message = call.what + " timed out" + on_rank + " after " + format_ms(call.timeout) +
+                          ": " + verdict.text() + details + "; " + context.describe() + " [" +
+                          e.what() + "]";
     context.fail(message, verdict.culprits());
     throw TimeoutError(message);
   } catch (const ConnectionError& e) {
-    std::string message = where + " failed: " + e.what();
+    std::string message = where + ": " + e.what() + details;
     context.fail(message, {}, /*tell_peers=*/false);
     throw ConnectionError(message);
   } catch (const MismatchError& e) {
     // The transport that found the mismatch has told every peer already.
-    std::string message = where + " failed: " + e.what();
+    std::string message = where + ": " + e.what() + details;
     context.fail(message, {}, /*tell_peers=*/false);
     throw MismatchError(message);
   } catch (const InvalidArgument& e) {
-    std::string message = where + " failed: " + e.what();
+    std::string message = where + ": " + e.what() + details;
     context.fail(message);
     throw InvalidArgument(message);
   } catch (const StoreError& e) {
-    std::string message = where + " failed: " + e.what();
+    std::string message = where + ": " + e.what() + details;
     context.fail(message);
     throw StoreError(message);
   } catch (const Error& e) {
-    std::string message = where + " failed: " + e.what();
+    std::string message = where + ": " + e.what() + details;
     context.fail(message);
     throw Error(message);
   } catch (const std::exception& e) {
     // A user's reduction (or an allocation) threw: peers must not wait for this rank.
-    context.fail(where + " failed: " + e.what());
+    context.fail(where + ": " + e.what() + details);
     throw;
   } catch (...) {
-    context.fail(where + " failed: an exception that is not a std::exception");
+    context.fail(where + ": an exception that is not a std::exception" + details);
     throw;
   }
 }

@@ -19,7 +19,8 @@ namespace gloo_lite {
 
 struct FailedCall {
   Context* context;
-  std::string what;  // "allreduce #57 on tag 0 (float32 sum, 1024 elements, ring)"
+  std::string what;       // "allreduce #57 on tag 0"
+  std::string arguments;  // "float32 sum, 1024 elements, ring"
   uint16_t tag;
   uint64_t sequence;
   std::chrono::milliseconds timeout;

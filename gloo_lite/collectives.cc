@@ -167,8 +167,10 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
     std::string what = std::string(name) + " #" + std::to_string(turn.sequence()) + " on tag " +
-                       std::to_string(options.tag) + " (" + FlightRecorder::describe(record) + ")";
-    fail_collective({&context, what, options.tag, turn.sequence(), timeout}, error);
+                       std::to_string(options.tag);
+    fail_collective({&context, what, FlightRecorder::describe_arguments(record), options.tag,
+                     turn.sequence(), timeout},
+                    error);
   };
   static const bool check_from_env = knob_bool("GLOO_LITE_CHECK");  // read once, not per call
   if (options.check || check_from_env) {

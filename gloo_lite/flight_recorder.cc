@@ -26,7 +26,11 @@ double ms_between(FlightRecorder::Clock::time_point from, FlightRecorder::Clock:
 FlightRecorder::FlightRecorder(size_t capacity) : slots_(capacity) {}
 
 std::string FlightRecorder::describe(const Call& call) {
-  std::string out = std::string(call.collective) + " " + call.type;
+  return std::string(call.collective) + " " + describe_arguments(call);
+}
+
+std::string FlightRecorder::describe_arguments(const Call& call) {
+  std::string out = call.type;
   if (call.op != nullptr) out += std::string(" ") + call.op;
   if (call.root >= 0) out += ", root " + std::to_string(call.root);
   out += ", " + std::to_string(call.elements) + " elements";

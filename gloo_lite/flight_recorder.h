@@ -30,6 +30,8 @@ class FlightRecorder {
   };
   // "allreduce float32 sum, 1024 elements, ring"
   static std::string describe(const Call& call);
+  // The same without the collective's name: "float32 sum, 1024 elements, ring"
+  static std::string describe_arguments(const Call& call);
 
   struct Entry {
     uint64_t sequence = 0;

@@ -66,24 +66,27 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
   HangVerdict verdict;
   Store& store = *context.store();
   Deadline deadline = Deadline::after(grace);
+  // Store calls get their own bound: a read started just before the grace period ends must
+  // still be allowed to finish.
+  Deadline store_deadline = Deadline::after(grace + std::chrono::milliseconds(1000));
   std::vector<bool> seen(context.size(), false);
   seen[context.rank()] = true;
   verdict.same_call.push_back(context.rank());
   try {
     store.set(report_key(context, context.rank()),
               to_bytes(std::to_string(tag) + " " + std::to_string(sequence) + " " + what),
-              deadline);
+              store_deadline);
     int missing = context.size() - 1;
     // Poll: a rank that never arrives writes nothing, so waiting for all keys would always take
     // the whole grace period; polling lets the common case (all present) end early.
     auto pause = std::chrono::milliseconds(5);
     while (missing > 0) {
       for (int peer = 0; peer < context.size(); ++peer) {
-        if (seen[peer] || !store.check({report_key(context, peer)}, deadline)) continue;
+        if (seen[peer] || !store.check({report_key(context, peer)}, store_deadline)) continue;
         seen[peer] = true;
         --missing;
         Report report;
-        std::string text = to_string(store.get(report_key(context, peer), deadline));
+        std::string text = to_string(store.get(report_key(context, peer), store_deadline));
         if (!parse_report(text, &report)) continue;
         if (report.tag == tag && report.sequence == sequence) {
           verdict.same_call.push_back(peer);

@@ -78,7 +78,7 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "TCP store server: largest request body one client may send, bytes (default: the protocol "
        "limit, a 64 MiB value plus its key); larger requests are refused and the client dropped",
        bytes(1, 64 * kGiB)},
-      {"GLOO_LITE_STORE_BUFFER_BYTES", "256M",
+      {"GLOO_LITE_STORE_BUFFER_BYTES", "64M",
        "TCP store server: request bodies over 64 KiB buffered for all clients together; beyond "
        "it a client waits (first come, first served) until earlier bodies complete",
        bytes(1, 64 * kGiB)},

@@ -126,12 +126,25 @@ bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadl
   }
   if (all_done) return true;
   if (!deadline.expired()) return false;
-  std::string late;
+  // Pipelined algorithms wait for many chunks to one peer at once: list each kind of late
+  // operation once, with how many of them there were.
+  std::vector<std::pair<std::string, int>> late_ops;
   for (const auto& request : requests) {
     auto op = std::static_pointer_cast<Op>(request);
     if (op->status_ != Op::Status::kPending) continue;
-    late += (late.empty() ? "" : "; ") + describe_op(*op);
+    std::string text = describe_op(*op);
+    auto same = std::find_if(late_ops.begin(), late_ops.end(),
+                             [&](const auto& entry) { return entry.first == text; });
+    if (same == late_ops.end()) {
+      late_ops.emplace_back(std::move(text), 1);
+    } else {
+      same->second += 1;
+    }
     cancel_locked(op);
+  }
+  std::string late;
+  for (const auto& [text, count] : late_ops) {
+    late += (late.empty() ? "" : "; ") + text + (count > 1 ? " x" + std::to_string(count) : "");
   }
   throw TimeoutError("rank " + std::to_string(rank_) + " timed out waiting for: " + late +
                      ". The peer may be stuck, slow, or waiting for something else; raise "
