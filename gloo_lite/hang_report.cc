@@ -68,7 +68,7 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
   Deadline deadline = Deadline::after(grace);
   // Store calls get their own bound: a read started just before the grace period ends must
   // still be allowed to finish.
-  Deadline store_deadline = Deadline::after(grace + std::chrono::milliseconds(1000));
+  Deadline store_deadline = Deadline::after(grace + std::chrono::milliseconds(200));
   std::vector<bool> seen(context.size(), false);
   seen[context.rank()] = true;
   verdict.same_call.push_back(context.rank());

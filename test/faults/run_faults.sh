@@ -399,7 +399,7 @@ case_launcher_blame() {
   local ended=$(($(now_ms) - inject))
   summary=$(launcher_summary "$name")
   local met=1
-  [ "$HUNG" -eq 0 ] && grep -q 'rank 2 ' <<<"$summary" && [ "$ended" -le $((LATE_MS + 2000)) ] && met=0
+  [ "$HUNG" -eq 0 ] && grep -Eq 'rank 2[ ,]' <<<"$summary" && [ "$ended" -le $((LATE_MS + 2000)) ] && met=0
   local measured="${ended} ms (launcher exit)"
   [ "$HUNG" -gt 0 ] && measured="**hung**, killed after $((OUTER_S + 5)) s"
   row "rank $([ "$signal" = STOP ] && echo stopped || echo killed) under gloo_lite_run" \
