@@ -31,6 +31,10 @@ Call describe(Context& context, Collective collective, DataType type, ReduceOp o
                           " is not a rank of this context (size " + std::to_string(context.size()) +
                           ")");
   }
+  if (static_cast<int>(op) > static_cast<int>(ReduceOp::kCustom)) {
+    throw InvalidArgument(std::string(name) + ": ReduceOp " + std::to_string(static_cast<int>(op)) +
+                          " is not a reduction");
+  }
   if (op == ReduceOp::kCustom && !options.custom) {
     throw InvalidArgument(std::string(name) + ": ReduceOp::kCustom needs options.custom");
   }
@@ -176,7 +180,7 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
   if (options.check || check_from_env) {
     try {
       check_fingerprints(call, algorithm.name);
-    } catch (const MismatchError& error) {
+    } catch (const AgreedMismatch& error) {
       // Every rank found the same disagreement before any data moved: the context is intact.
       recorder.finish(entry, FlightRecorder::State::kFailed, error.what());
       throw;

@@ -133,6 +133,7 @@ struct Context::TagState {
   const char* running = nullptr;
   uint64_t running_sequence = 0;
   bool raced = false;  // another thread entered while the running call held the turn
+  std::string race;    // what that thread was told
 };
 
 Context::~Context() {
@@ -176,14 +177,15 @@ Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* coll
       state->running_sequence = sequence_ = state->sequence++;
       return;
     }
-    // The call holding the turn is part of the race too: it must not report success.
-    state->raced = true;
     clash = std::string(collective) + " on rank " + std::to_string(context.rank_) +
             " started on tag " + std::to_string(tag) + " while " + state->running + " #" +
             std::to_string(state->running_sequence) +
             " was still running on that tag in another thread: collectives with one tag are "
             "one ordered stream and must be called one at a time, in the same order on every "
             "rank; give each thread its own CollectiveOptions::tag";
+    // The call holding the turn is part of the race too: it must not report success.
+    state->raced = true;
+    state->race = clash;
   }
   context.fail(clash);
   throw InvalidArgument(clash);
@@ -193,16 +195,18 @@ Context::StreamTurn::~StreamTurn() {
   std::lock_guard<std::mutex> lock(context_.tags_mutex_);
   context_.tags_[tag_]->running = nullptr;
   context_.tags_[tag_]->raced = false;
+  context_.tags_[tag_]->race.clear();
 }
 
 void Context::StreamTurn::check_not_raced() const {
+  std::string race;
   {
     std::lock_guard<std::mutex> lock(context_.tags_mutex_);
     if (!context_.tags_[tag_]->raced) return;
+    race = context_.tags_[tag_]->race;
   }
-  throw InvalidArgument(
-      "another thread called a collective on tag " + std::to_string(tag_) +
-      " while this one ran, so its result cannot be trusted: " + context_.failure());
+  throw InvalidArgument("another thread called a collective on tag " + std::to_string(tag_) +
+                        " while this one ran, so its result cannot be trusted: " + race);
 }
 
 std::string Context::describe() const {
@@ -210,8 +214,10 @@ std::string Context::describe() const {
          std::to_string(size_) + ")";
 }
 
-std::string Context::store_key(const std::string& name) const {
-  return "gloo_lite/ctx/" + std::to_string(generation_) + "/" + name;
+std::string Context::store_key(const std::string& name) const { return key_in(generation_, name); }
+
+std::string Context::key_in(uint64_t generation, const std::string& name) {
+  return "gloo_lite/ctx/" + std::to_string(generation) + "/" + name;
 }
 
 void Context::fail(const std::string& reason, const std::vector<int>& culprits, bool tell_peers) {
@@ -220,13 +226,15 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
     if (!failure_.empty()) return;
     failure_ = reason;
   }
+
+  // One warning per cause: the transport's own messages about this abort stay below WARN.
+  LOG_WARN("context", reason << "\n" << flight_record());
+  if (tell_peers) mesh_->abort(reason);
+  // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,
                            Deadline::after(std::chrono::milliseconds(500)));
   }
-  // One warning per cause: the transport's own messages about this abort stay below WARN.
-  LOG_WARN("context", reason << "\n" << flight_record());
-  if (tell_peers) mesh_->abort(reason);
 }
 
 std::string Context::failure() const {
@@ -244,15 +252,22 @@ uint64_t Context::agree_on_generation(const Deadline& deadline) {
   // highest count, so that a retry after a failure meets under one name. A rank can never see
   // another rank legitimately ahead: that rank's current context needs this rank's address,
   // which this rank publishes only after this step.
-  uint64_t mine = static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline));
+  return catch_up(static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline)), deadline);
+}
+
+uint64_t Context::catch_up(uint64_t mine, const Deadline& deadline) {
   uint64_t highest = mine;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     highest =
         std::max(highest, static_cast<uint64_t>(store_->add(generation_key(peer), 0, deadline)));
   }
-  if (highest > mine)
-    store_->add(generation_key(rank_), static_cast<int64_t>(highest - mine), deadline);
+  if (highest == mine) return mine;
+  store_->add(generation_key(rank_), static_cast<int64_t>(highest - mine), deadline);
+  // A peer may still wait in a generation this rank skips: tell it to move on.
+  for (uint64_t skipped = mine; skipped < highest; ++skipped) {
+    store_->set(key_in(skipped, address_key_name(rank_)), to_bytes(kAbandoned), deadline);
+  }
   return highest;
 }
 
@@ -289,8 +304,29 @@ std::vector<Bytes> Context::exchange_records(const std::string& record, const De
     LOG_INFO("context", "rank " << rank_ << ": context " << generation_
                                 << " was abandoned by a peer; meeting in the next one");
     store_->set(store_key(address_key_name(rank_)), to_bytes(kAbandoned), deadline);
-    generation_ = static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline));
+    generation_ =
+        catch_up(static_cast<uint64_t>(store_->add(generation_key(rank_), 1, deadline)), deadline);
   }
+}
+
+void Context::connect_to_peers(const std::string& record, const Deadline& deadline) {
+  std::vector<Bytes> values = exchange_records(record, deadline);
+  std::vector<std::string> addresses(size_);
+  std::vector<std::string> hosts(size_);
+  std::vector<std::string> masks(size_);
+  std::istringstream mine(record);
+  uint64_t context_id = 0;
+  mine >> context_id >> addresses[rank_] >> hosts[rank_] >> masks[rank_];
+  for (size_t i = 0; i < values.size(); ++i) {
+    int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank_ ? 1 : 0);
+    std::istringstream theirs(to_string(values[i]));
+    uint64_t id = 0;
+    theirs >> id >> addresses[peer] >> hosts[peer] >> masks[peer];
+    if (peer == 0) context_id = id;
+  }
+  context_id_ = context_id;
+  ranks_per_core_ = busiest_host_load(hosts, masks);
+  mesh_->connect(addresses, context_id, deadline);
 }
 
 void Context::connect() {
@@ -307,9 +343,8 @@ void Context::connect() {
   const std::string cpus = usable_cpu_mask();
   const std::string record =
       std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus;
-  std::vector<Bytes> values;
   try {
-    values = exchange_records(record, deadline);
+    connect_to_peers(record, deadline);
   } catch (...) {
     // Leave a tombstone, so that a rank that comes later does not take this attempt's address
     // for a live one but moves on to the next generation, where this rank will retry.
@@ -320,26 +355,6 @@ void Context::connect() {
     }
     throw;
   }
-  std::vector<std::string> keys;
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_) keys.push_back(store_key(address_key_name(peer)));
-  }
-  std::vector<std::string> addresses(size_);
-  std::vector<std::string> hosts(size_);
-  std::vector<std::string> masks(size_);
-  addresses[rank_] = mesh_->address();
-  hosts[rank_] = host;
-  masks[rank_] = cpus;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank_ ? 1 : 0);
-    std::istringstream record(to_string(values[i]));
-    uint64_t id = 0;
-    record >> id >> addresses[peer] >> hosts[peer] >> masks[peer];
-    if (peer == 0) context_id = id;
-  }
-  context_id_ = context_id;
-  ranks_per_core_ = busiest_host_load(hosts, masks);
-  mesh_->connect(addresses, context_id, deadline);
   LOG_DEBUG("context", "rank " << rank_ << " of " << size_ << " connected on " << device_->name());
 }
 

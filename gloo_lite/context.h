@@ -87,8 +87,8 @@ class Context : public std::enable_shared_from_this<Context> {
   // Why the context failed, empty while it works.
   std::string failure() const;
 
-  // The recent collectives of this context (see FlightRecorder), as one readable block. Also
-  // printed on any failure, and on the signal GLOO_LITE_DUMP_SIGNAL names.
+  // The recent collectives of this context (see FlightRecorder), as one readable block, on
+  // demand. Also logged once when the context fails.
   std::string flight_record() const;
   FlightRecorder& flight_recorder() { return recorder_; }
 
@@ -128,9 +128,15 @@ class Context : public std::enable_shared_from_this<Context> {
           std::shared_ptr<transport::Device> device, ContextOptions options);
   void connect();
   uint64_t agree_on_generation(const Deadline& deadline);
+  // Raises this rank's count `mine` to the highest of its peers', leaving a tombstone in every
+  // generation it skips; returns the count reached.
+  uint64_t catch_up(uint64_t mine, const Deadline& deadline);
+  static std::string key_in(uint64_t generation, const std::string& name);
   // Publishes this rank's address record and reads the peers' (in peer order, without this
   // rank), moving to the next generation while a peer has abandoned the current one.
   std::vector<Bytes> exchange_records(const std::string& record, const Deadline& deadline);
+  // Exchanges the records (context id, address, host, CPU mask) and connects the mesh.
+  void connect_to_peers(const std::string& record, const Deadline& deadline);
 
   std::shared_ptr<Store> store_;
   int rank_;

@@ -284,14 +284,14 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
     requests.push_back(call.mesh->send(peer, tag, *verdict_memory, 0, 8));
   }
   call.mesh->wait(requests, call.deadline);
-  if (!problem.empty()) throw MismatchError(problem);
+  if (!problem.empty()) throw AgreedMismatch(problem);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == call.rank || get_u32(&verdicts[peer * 8]) == 0) continue;
-    throw MismatchError("collective mismatch in " + describe(mine) + ": rank " +
-                        std::to_string(peer) + " found that its arguments disagree with rank " +
-                        std::to_string(get_u32(&verdicts[peer * 8 + 4])) +
-                        "'s (see the error on those ranks); every rank must call the same "
-                        "collectives in the same order with matching arguments");
+    throw AgreedMismatch("collective mismatch in " + describe(mine) + ": rank " +
+                         std::to_string(peer) + " found that its arguments disagree with rank " +
+                         std::to_string(get_u32(&verdicts[peer * 8 + 4])) +
+                         "'s (see the error on those ranks); every rank must call the same "
+                         "collectives in the same order with matching arguments");
   }
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gloo_lite/algorithms/call.h"
+#include "gloo_lite/base/error.h"
 
 namespace gloo_lite {
 
@@ -21,6 +22,13 @@ namespace gloo_lite {
 // traffic, bits 46..0 the call's sequence number.
 constexpr uint64_t kCheckBit = uint64_t{1} << 47;
 constexpr uint64_t kSequenceMask = kCheckBit - 1;
+
+// The verdict of check_fingerprints: every rank found the same disagreement before any data
+// moved, so the context is intact (unlike any other MismatchError).
+class AgreedMismatch : public MismatchError {
+ public:
+  using MismatchError::MismatchError;
+};
 
 void check_fingerprints(const algo::Call& call, const std::string& algorithm);
 

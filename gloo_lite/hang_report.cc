@@ -9,8 +9,9 @@
 namespace gloo_lite {
 namespace {
 
-std::string report_key(const Context& context, int rank) {
-  return context.store_key("hang/" + std::to_string(rank));
+// Per tag: independent streams of one rank may time out at once.
+std::string report_key(const Context& context, uint16_t tag, int rank) {
+  return context.store_key("hang/" + std::to_string(tag) + "/" + std::to_string(rank));
 }
 
 struct Report {
@@ -73,7 +74,7 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
   seen[context.rank()] = true;
   verdict.same_call.push_back(context.rank());
   try {
-    store.set(report_key(context, context.rank()),
+    store.set(report_key(context, tag, context.rank()),
               to_bytes(std::to_string(tag) + " " + std::to_string(sequence) + " " + what),
               store_deadline);
     int missing = context.size() - 1;
@@ -82,11 +83,11 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
     auto pause = std::chrono::milliseconds(5);
     while (missing > 0) {
       for (int peer = 0; peer < context.size(); ++peer) {
-        if (seen[peer] || !store.check({report_key(context, peer)}, store_deadline)) continue;
+        if (seen[peer] || !store.check({report_key(context, tag, peer)}, store_deadline)) continue;
         seen[peer] = true;
         --missing;
         Report report;
-        std::string text = to_string(store.get(report_key(context, peer), store_deadline));
+        std::string text = to_string(store.get(report_key(context, tag, peer), store_deadline));
         if (!parse_report(text, &report)) continue;
         if (report.tag == tag && report.sequence == sequence) {
           verdict.same_call.push_back(peer);

@@ -386,7 +386,8 @@ void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
 
 void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
   for (auto& pair : pairs_) {
-    if (!pair || !pair->open_) continue;
+    if (!pair || !pair->open_ || pair->abort_queued_) continue;
+    pair->abort_queued_ = true;
     // The reason goes first: frames not yet begun are dropped (their operations fail below),
     // only a frame already partly on the wire must be finished before it.
     auto begun = pair->out_.begin();

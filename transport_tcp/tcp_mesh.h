@@ -55,6 +55,7 @@ class Pair : public EventHandler {
   void on_events(uint32_t events) override;
 
   TcpMesh* mesh_;
+  bool abort_queued_ = false;  // the first abort's reason is the one the peer must read
   int peer_;
   Fd fd_;
   std::string address_;    // peer's host:port, for messages
