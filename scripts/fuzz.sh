@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/, clang, GLOO_LITE_FUZZ=ON) into $BUILD_DIR (default
+# Builds the libFuzzer targets (fuzz/, clang, GLOO_LITE_FUZZ=ON) into $FUZZ_BUILD_DIR (default
 # build-fuzz/) and runs each, one after the other, for a while:
 #   scripts/fuzz.sh [--seconds N] [TARGET...]     (default: 20 s each, every target)
 # Each run starts from the committed seeds (fuzz/corpus/<target>/) plus what earlier runs on
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
       ;;
   esac
 done
-build_dir=${BUILD_DIR:-build-fuzz}
+build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(tcp_wire_fuzzer ibverbs_wire_fuzzer tcp_store_protocol_fuzzer store_url_fuzzer
            file_store_fuzzer)
