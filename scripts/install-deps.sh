@@ -14,6 +14,8 @@ packages=(
   libhiredis-dev    # the Redis store
   redis-server      # the Redis store tests start their own server on loopback
   clang-format      # scripts and reviewers format C++ with it
+  clang             # the libFuzzer targets (scripts/fuzz.sh); GCC builds everything else
+  libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes (GCC's come with g++)
   iproute2          # `ip`: network-namespace tests (interface selection, cut links)
   libibverbs-dev    # the ibverbs transport (transport_ibverbs/)
   ibverbs-providers # user-space RDMA drivers (rxe for the VM stage, mlx5, ...)

@@ -176,6 +176,13 @@ const std::vector<Knob>& gloo_lite_knobs() {
   return knobs;
 }
 
+// Built during static initialisation, while the process has one thread. Built lazily instead,
+// its first use could fall on a background thread (the TCP store server's first log line) just
+// as another thread forks: the child then inherits the initialisation guard held by a thread it
+// does not have, and hangs at its first knob (ASan run of StoreAcrossProcesses, children stuck
+// in __cxa_guard_acquire).
+[[maybe_unused]] static const bool kKnobTableBuilt = (gloo_lite_knobs(), true);
+
 const Knob* find_knob(const std::string& name) {
   for (const auto& knob : gloo_lite_knobs()) {
     if (name == knob.name) return &knob;

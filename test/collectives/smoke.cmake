@@ -7,4 +7,5 @@ add_executable(algorithms_smoke_tests
 )
 target_link_libraries(algorithms_smoke_tests PRIVATE
   gloo_lite_test_support gloo_lite_core GTest::gtest_main)
-gtest_discover_tests(algorithms_smoke_tests DISCOVERY_TIMEOUT 30 PROPERTIES TIMEOUT 300)
+gtest_discover_tests(algorithms_smoke_tests DISCOVERY_TIMEOUT 30
+                     PROPERTIES TIMEOUT 300 LABELS collectives)

@@ -47,8 +47,10 @@ echo "-- $pc_dir/gloo_lite.pc:"
 cat "$pc_dir/gloo_lite.pc"
 flags=$(pkg-config --cflags --libs gloo_lite)
 echo "-- pkg-config --cflags --libs gloo_lite: $flags"
+# CXXFLAGS: what a sanitized build needs its consumers to add (test/install/CMakeLists.txt); the
+# find_package consumer above reads it from the environment through CMake.
 # shellcheck disable=SC2086  # the flags are words
-"$cxx" -o "$work/consumer-pc" "$here/consumer/consumer.cc" $flags
+"$cxx" ${CXXFLAGS:-} -o "$work/consumer-pc" "$here/consumer/consumer.cc" $flags
 check_run "$work/consumer-pc"
 
 echo "install test passed"
