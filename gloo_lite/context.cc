@@ -233,7 +233,7 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,
-                           Deadline::after(std::chrono::milliseconds(500)));
+                           Deadline::after(std::chrono::milliseconds(250)));
   }
 }
 
