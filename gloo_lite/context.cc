@@ -228,7 +228,8 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
   }
 
   // One warning per cause: the transport's own messages about this abort stay below WARN.
-  LOG_WARN("context", reason << "\n" << flight_record());
+  // The newest calls are what explains a failure; flight_record() has them all.
+  LOG_WARN("context", reason << "\n" << recorder_.dump("flight recorder of " + describe(), 12));
   if (tell_peers) mesh_->abort(reason);
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {

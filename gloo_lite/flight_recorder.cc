@@ -71,8 +71,9 @@ std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {
   return out;
 }
 
-std::string FlightRecorder::dump(const std::string& heading) const {
+std::string FlightRecorder::dump(const std::string& heading, size_t most) const {
   std::vector<Entry> recent = entries();
+  if (recent.size() > most) recent.erase(recent.begin(), recent.end() - most);
   Clock::time_point now = Clock::now();
   std::ostringstream out;
   out << heading << ": the last " << recent.size() << " collectives, oldest first";

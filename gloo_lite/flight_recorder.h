@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -52,8 +53,10 @@ class FlightRecorder {
 
   // Oldest first.
   std::vector<Entry> entries() const;
-  // One readable block: a heading line, then one line per entry, oldest first.
-  std::string dump(const std::string& heading) const;
+  // One readable block: a heading line, then one line per entry, oldest first; at most the
+  // newest `most` entries.
+  std::string dump(const std::string& heading,
+                   size_t most = std::numeric_limits<size_t>::max()) const;
 
  private:
   mutable std::mutex mutex_;
