@@ -93,8 +93,16 @@ std::string blame_clause(int first_failed, const BlameEvidence& evidence) {
     reporting.insert(report.rank);
     for (int culprit : report.culprits) named_by[culprit].insert(report.rank);
   }
+  // A stopped rank that reported a failure of its own, or exited with one, was failing, not
+  // stuck: caught between its error and its exit (a sanitizer's leak check at exit, for one,
+  // shows as a traced stop, 't').
+  std::set<int> failing(reporting);
+  failing.insert(evidence.failed.begin(), evidence.failed.end());
+  if (first_failed >= 0) failing.insert(first_failed);
   std::set<int> culprits;
-  for (const auto& suspect : evidence.suspects) culprits.insert(suspect.rank);
+  for (const auto& suspect : evidence.suspects) {
+    if (failing.count(suspect.rank) == 0) culprits.insert(suspect.rank);
+  }
   if (culprits.empty()) {
     size_t most = 0;
     for (const auto& [rank, by] : named_by) most = std::max(most, by.size());
