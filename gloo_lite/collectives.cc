@@ -67,22 +67,13 @@ void require_buffer(const Call& call, const void* pointer, size_t elements, cons
   }
 }
 
-bool reduces(Collective collective) {
-  return collective == Collective::kAllreduce || collective == Collective::kReduce ||
-         collective == Collective::kReduceScatter;
-}
-bool rooted(Collective collective) {
-  return collective == Collective::kReduce || collective == Collective::kGather ||
-         collective == Collective::kScatter || collective == Collective::kBroadcast;
-}
-
 FlightRecorder::Call record_of(const Call& call, const char* algorithm) {
   FlightRecorder::Call record;
   record.collective = algo::collective_name(call.collective);
   bool moves_data = call.collective != Collective::kBarrier;
   record.type = moves_data ? type_name(call.type) : "-";
-  record.op = reduces(call.collective) ? op_name(call.op) : nullptr;
-  record.root = rooted(call.collective) ? call.root : -1;
+  record.op = algo::has_op(call.collective) ? op_name(call.op) : nullptr;
+  record.root = algo::has_root(call.collective) ? call.root : -1;
   record.elements = moves_data ? call.total_bytes() / call.element : 0;
   record.algorithm = algorithm;
   return record;

@@ -143,6 +143,10 @@ Context::~Context() {
 
 Context::TagState& Context::tag_state(uint16_t tag) {
   std::lock_guard<std::mutex> lock(tags_mutex_);
+  return tag_state_locked(tag);
+}
+
+Context::TagState& Context::tag_state_locked(uint16_t tag) {
   auto& state = tags_[tag];
   if (!state) state = std::make_unique<TagState>();
   return *state;
@@ -170,8 +174,7 @@ Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* coll
   std::string clash;
   {
     std::lock_guard<std::mutex> lock(context.tags_mutex_);
-    auto& state = context.tags_[tag];
-    if (!state) state = std::make_unique<TagState>();
+    TagState* state = state_ = &context.tag_state_locked(tag);
     if (state->running == nullptr) {
       state->running = collective;
       state->running_sequence = sequence_ = state->sequence++;
@@ -193,17 +196,17 @@ Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* coll
 
 Context::StreamTurn::~StreamTurn() {
   std::lock_guard<std::mutex> lock(context_.tags_mutex_);
-  context_.tags_[tag_]->running = nullptr;
-  context_.tags_[tag_]->raced = false;
-  context_.tags_[tag_]->race.clear();
+  state_->running = nullptr;
+  state_->raced = false;
+  state_->race.clear();
 }
 
 void Context::StreamTurn::check_not_raced() const {
   std::string race;
   {
     std::lock_guard<std::mutex> lock(context_.tags_mutex_);
-    if (!context_.tags_[tag_]->raced) return;
-    race = context_.tags_[tag_]->race;
+    if (!state_->raced) return;
+    race = state_->race;
   }
   throw InvalidArgument("another thread called a collective on tag " + std::to_string(tag_) +
                         " while this one ran, so its result cannot be trusted: " + race);

@@ -27,6 +27,8 @@ struct ContextOptions {
 };
 
 class Context : public std::enable_shared_from_this<Context> {
+  struct TagState;  // per-tag stream state, below
+
  public:
   // Connects the full mesh: each rank publishes its address (1 store set), reads the addresses
   // it needs (P-1 gets), and connects, all before the timeout. The store should be scoped to
@@ -120,6 +122,7 @@ class Context : public std::enable_shared_from_this<Context> {
    private:
     Context& context_;
     uint16_t tag_;
+    TagState* state_;  // stable: tags_ holds it by unique_ptr until the context goes
     uint64_t sequence_;
   };
 
@@ -149,7 +152,6 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t context_id_ = 0;
   double ranks_per_core_ = 0;  // set by connect(); stays 0 for a single rank (nothing to tune)
 
-  struct TagState;
   FlightRecorder recorder_;
   mutable std::mutex failure_mutex_;
   std::string failure_;
@@ -157,6 +159,7 @@ class Context : public std::enable_shared_from_this<Context> {
   std::mutex tags_mutex_;
   std::map<uint16_t, std::unique_ptr<TagState>> tags_;
   TagState& tag_state(uint16_t tag);
+  TagState& tag_state_locked(uint16_t tag);  // tags_mutex_ held
 };
 
 }  // namespace gloo_lite

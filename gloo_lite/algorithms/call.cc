@@ -29,6 +29,16 @@ const char* collective_name(Collective collective) {
   return "?";
 }
 
+bool has_op(Collective collective) {
+  return collective == Collective::kAllreduce || collective == Collective::kReduce ||
+         collective == Collective::kReduceScatter;
+}
+
+bool has_root(Collective collective) {
+  return collective == Collective::kReduce || collective == Collective::kGather ||
+         collective == Collective::kScatter || collective == Collective::kBroadcast;
+}
+
 Call Call::on(Context& context, Collective collective, DataType type, ReduceOp op, int root) {
   Call call;
   call.context = &context;

@@ -31,6 +31,9 @@ enum class Collective : uint8_t {
 };
 constexpr int kCollectiveCount = 9;
 const char* collective_name(Collective collective);
+// Which collectives have a reduction op and a root (the rest ignore both).
+bool has_op(Collective collective);
+bool has_root(Collective collective);
 
 struct Call {
   Context* context = nullptr;
