@@ -13,6 +13,7 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collective_failure.h"
 #include "gloo_lite/fingerprint.h"
+#include "gloo_lite/work_state.h"
 
 namespace gloo_lite {
 namespace {
@@ -332,4 +333,79 @@ void barrier(Context& context, const CollectiveOptions& options) {
   run(call, nullptr, 0, nullptr, 0, options);
 }
 
+}  // namespace gloo_lite
+
+// --- Non-blocking forms (provisional: they run the call at once; the stream workers replace
+// this) ---
+namespace gloo_lite {
+namespace {
+template <typename F>
+Work finished_work(const char* name, F&& body) {
+  auto state = std::make_shared<detail::WorkState>(name);
+  try {
+    body();
+    state->finish();
+  } catch (const InvalidArgument&) {
+    throw;
+  } catch (...) {
+    state->finish(std::current_exception());
+  }
+  return Work(state);
+}
+}  // namespace
+
+Work iallreduce(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op,
+                const CollectiveOptions& x) {
+  return finished_work("allreduce", [&] { allreduce(c, i, o, n, t, op, x); });
+}
+Work ireduce(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op, int root,
+             const CollectiveOptions& x) {
+  return finished_work("reduce", [&] { reduce(c, i, o, n, t, op, root, x); });
+}
+Work ireduce_scatter(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op,
+                     const CollectiveOptions& x) {
+  return finished_work("reduce_scatter", [&] { reduce_scatter(c, i, o, n, t, op, x); });
+}
+Work ireduce_scatterv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
+                      ReduceOp op, const CollectiveOptions& x) {
+  return finished_work("reduce_scatter", [&] { reduce_scatterv(c, i, o, n, t, op, x); });
+}
+Work iallgather(Context& c, const void* i, void* o, size_t n, DataType t,
+                const CollectiveOptions& x) {
+  return finished_work("allgather", [&] { allgather(c, i, o, n, t, x); });
+}
+Work iallgatherv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
+                 const CollectiveOptions& x) {
+  return finished_work("allgather", [&] { allgatherv(c, i, o, n, t, x); });
+}
+Work igather(Context& c, const void* i, void* o, size_t n, DataType t, int root,
+             const CollectiveOptions& x) {
+  return finished_work("gather", [&] { gather(c, i, o, n, t, root, x); });
+}
+Work igatherv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
+              int root, const CollectiveOptions& x) {
+  return finished_work("gather", [&] { gatherv(c, i, o, n, t, root, x); });
+}
+Work iscatter(Context& c, const void* i, void* o, size_t n, DataType t, int root,
+              const CollectiveOptions& x) {
+  return finished_work("scatter", [&] { scatter(c, i, o, n, t, root, x); });
+}
+Work iscatterv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
+               int root, const CollectiveOptions& x) {
+  return finished_work("scatter", [&] { scatterv(c, i, o, n, t, root, x); });
+}
+Work ibroadcast(Context& c, void* d, size_t n, DataType t, int root, const CollectiveOptions& x) {
+  return finished_work("broadcast", [&] { broadcast(c, d, n, t, root, x); });
+}
+Work ialltoall(Context& c, const void* i, void* o, size_t n, DataType t,
+               const CollectiveOptions& x) {
+  return finished_work("alltoall", [&] { alltoall(c, i, o, n, t, x); });
+}
+Work ialltoallv(Context& c, const void* i, const std::vector<size_t>& s, void* o,
+                const std::vector<size_t>& r, DataType t, const CollectiveOptions& x) {
+  return finished_work("alltoall", [&] { alltoallv(c, i, s, o, r, t, x); });
+}
+Work ibarrier(Context& c, const CollectiveOptions& x) {
+  return finished_work("barrier", [&] { barrier(c, x); });
+}
 }  // namespace gloo_lite

@@ -42,6 +42,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/types.h"
+#include "gloo_lite/work.h"
 
 namespace gloo_lite {
 
@@ -98,6 +99,42 @@ void alltoallv(Context& context, const void* input, const std::vector<size_t>& s
                void* output, const std::vector<size_t>& recv_counts, DataType type,
                const CollectiveOptions& options = {});
 void barrier(Context& context, const CollectiveOptions& options = {});
+
+// Non-blocking forms. Same arguments and the same checks: an invalid call throws here and
+// starts nothing. The call joins its tag's stream (CollectiveOptions::tag) and runs after the
+// calls started before it on that tag, blocking or not, while the caller goes on; the Work
+// says when it has finished and how (gloo_lite/work.h). The buffers (and count vectors are
+// copied) belong to the call until then. The blocking forms above are these plus Work::wait.
+Work iallreduce(Context& context, const void* input, void* output, size_t count, DataType type,
+                ReduceOp op, const CollectiveOptions& options = {});
+Work ireduce(Context& context, const void* input, void* output, size_t count, DataType type,
+             ReduceOp op, int root, const CollectiveOptions& options = {});
+Work ireduce_scatter(Context& context, const void* input, void* output, size_t recv_count,
+                     DataType type, ReduceOp op, const CollectiveOptions& options = {});
+Work ireduce_scatterv(Context& context, const void* input, void* output,
+                      const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                      const CollectiveOptions& options = {});
+Work iallgather(Context& context, const void* input, void* output, size_t count, DataType type,
+                const CollectiveOptions& options = {});
+Work iallgatherv(Context& context, const void* input, void* output,
+                 const std::vector<size_t>& counts, DataType type,
+                 const CollectiveOptions& options = {});
+Work igather(Context& context, const void* input, void* output, size_t count, DataType type,
+             int root, const CollectiveOptions& options = {});
+Work igatherv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+              DataType type, int root, const CollectiveOptions& options = {});
+Work iscatter(Context& context, const void* input, void* output, size_t count, DataType type,
+              int root, const CollectiveOptions& options = {});
+Work iscatterv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
+               DataType type, int root, const CollectiveOptions& options = {});
+Work ibroadcast(Context& context, void* data, size_t count, DataType type, int root,
+                const CollectiveOptions& options = {});
+Work ialltoall(Context& context, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options = {});
+Work ialltoallv(Context& context, const void* input, const std::vector<size_t>& send_counts,
+                void* output, const std::vector<size_t>& recv_counts, DataType type,
+                const CollectiveOptions& options = {});
+Work ibarrier(Context& context, const CollectiveOptions& options = {});
 
 // Typed conveniences: the element type gives the DataType.
 template <typename T>

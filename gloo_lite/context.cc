@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/failure_report.h"
 #include "gloo_lite/knobs.h"
+#include "gloo_lite/work_state.h"
 #include "rendezvous/stores.h"
 
 namespace gloo_lite {
@@ -427,4 +429,39 @@ int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, u
 
 void Context::abort(const std::string& reason) { mesh_->abort(reason); }
 
+}  // namespace gloo_lite
+
+// Provisional point-to-point work: run at once (replaced by transport-backed work).
+namespace gloo_lite {
+static Work finished_p2p(const std::string& what, const std::function<int()>& body) {
+  auto state = std::make_shared<detail::WorkState>(what);
+  try {
+    state->set_source(body());
+    state->set_algorithm("p2p");
+    state->finish();
+  } catch (const InvalidArgument&) {
+    throw;
+  } catch (...) {
+    state->finish(std::current_exception());
+  }
+  return Work(state);
+}
+Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
+                    std::chrono::milliseconds timeout) {
+  return finished_p2p("send", [&] {
+    send(peer, data, bytes, tag, timeout);
+    return -1;
+  });
+}
+Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
+                    std::chrono::milliseconds timeout) {
+  return finished_p2p("recv", [&] {
+    recv(peer, data, bytes, tag, timeout);
+    return peer;
+  });
+}
+Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
+                        std::chrono::milliseconds timeout) {
+  return finished_p2p("recv", [&] { return recv_any(peers, data, bytes, tag, timeout); });
+}
 }  // namespace gloo_lite

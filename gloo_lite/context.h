@@ -13,6 +13,7 @@
 
 #include "gloo_lite/flight_recorder.h"
 #include "gloo_lite/transport/transport.h"
+#include "gloo_lite/work.h"
 #include "rendezvous/store.h"
 
 namespace gloo_lite {
@@ -77,6 +78,15 @@ class Context : public std::enable_shared_from_this<Context> {
   // Receives from whichever of `peers` sends first; returns that rank.
   int recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Non-blocking forms: they post the transfer and return; the transport moves the bytes
+  // while the caller goes on (gloo_lite/work.h). Point-to-point tags are a space of their own
+  // (0 <= tag < 2^63), disjoint from the collectives' (gloo_lite/tag_space.h).
+  Work isend(int peer, const void* data, size_t bytes, uint64_t tag,
+             std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  Work irecv(int peer, void* data, size_t bytes, uint64_t tag,
+             std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  Work irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
+                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
   // Fails this rank's connections with `reason`, telling peers so they fail promptly.
   void abort(const std::string& reason);

@@ -1,0 +1,83 @@
+// Work handles and the completion state behind them (work_state.h).
+#include "gloo_lite/work.h"
+
+#include "gloo_lite/work_state.h"
+
+namespace gloo_lite {
+namespace detail {
+
+void WorkState::finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    error_ = std::move(error);
+  }
+  finished_cv_.notify_all();
+}
+
+void WorkState::set_algorithm(const std::string& algorithm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  algorithm_ = algorithm;
+}
+
+void WorkState::set_source(int source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  source_ = source;
+}
+
+bool WorkState::test() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
+bool WorkState::wait_until(const Deadline& until) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (until.is_never()) {
+    finished_cv_.wait(lock, [&] { return finished_; });
+    return true;
+  }
+  return finished_cv_.wait_until(lock, until.time_point(), [&] { return finished_; });
+}
+
+std::exception_ptr WorkState::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+std::string WorkState::algorithm() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return algorithm_;
+}
+
+int WorkState::source() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return source_;
+}
+
+}  // namespace detail
+
+bool Work::test() const { return !state_ || state_->test(); }
+
+void Work::wait() const {
+  if (!state_) return;
+  state_->wait_until(Deadline::never());
+  if (auto error = state_->error()) std::rethrow_exception(error);
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) const {
+  if (!state_) return true;
+  if (!state_->wait_until(Deadline::after(timeout))) return false;
+  if (auto error = state_->error()) std::rethrow_exception(error);
+  return true;
+}
+
+std::exception_ptr Work::error() const { return state_ ? state_->error() : nullptr; }
+
+std::string Work::algorithm() const { return state_ ? state_->algorithm() : std::string(); }
+
+std::string Work::describe() const { return state_ ? state_->describe() : "empty work"; }
+
+int Work::source() const { return state_ ? state_->source() : -1; }
+
+}  // namespace gloo_lite

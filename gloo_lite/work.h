@@ -1,0 +1,50 @@
+// A Work is the handle of one non-blocking operation: a collective started with i<name>
+// (gloo_lite/collectives.h) or a point-to-point transfer started with Context::isend/irecv.
+// The execution model (who makes progress, in what order, what a failure or a destroyed
+// context does to work in flight) is described in docs/execution-model.md.
+//
+// The buffers of a started operation belong to it until it has finished: do not read or write
+// them (nor free them) before test() returns true or wait() returns.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+namespace gloo_lite {
+
+namespace detail {
+class WorkState;
+}
+
+class Work {
+ public:
+  // An empty handle: finished, without error.
+  Work() = default;
+  explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
+
+  // True once the operation has finished, successfully or not; never blocks, never throws.
+  bool test() const;
+  // Blocks until the operation has finished; throws its error (the original exception: a
+  // TimeoutError, ConnectionError, ...) if it failed.
+  void wait() const;
+  // Blocks at most `timeout`. True: finished (and throws its error if it failed, like wait()).
+  // False: still running; the operation goes on under its own deadline (the timeout it was
+  // started with), and may be waited for again.
+  bool wait(std::chrono::milliseconds timeout) const;
+  // The error of a finished, failed operation; null while running and after success.
+  std::exception_ptr error() const;
+  // What ran: the algorithm of a collective ("ring", "tree", ...), "p2p" for point-to-point;
+  // empty before a queued collective has started.
+  std::string algorithm() const;
+  // "allreduce #12 on tag 0", "send to rank 2 (tag 5)", for messages.
+  std::string describe() const;
+  // The rank a receive matched (irecv_any); -1 otherwise and until known.
+  int source() const;
+
+ private:
+  std::shared_ptr<detail::WorkState> state_;
+};
+
+}  // namespace gloo_lite
