@@ -11,28 +11,24 @@ namespace {
 using algo::Collective;
 
 Collective collective_by_name(const std::string& name) {
+  if (const CollectiveInfo* info = find_collective(name)) return info->collective;
   std::string known;
-  for (int i = 0; i < algo::kCollectiveCount; ++i) {
-    auto collective = static_cast<Collective>(i);
-    if (name == algo::collective_name(collective)) return collective;
-    known += std::string(known.empty() ? "" : ", ") + algo::collective_name(collective);
+  for (const CollectiveInfo& info : kCollectives) {
+    known += std::string(known.empty() ? "" : ", ") + info.name;
   }
   throw InvalidArgument("unknown collective '" + name + "'; known: " + known);
 }
 
 bool has_blocks(Collective collective) {
-  return collective == Collective::kReduceScatter || collective == Collective::kAllgather ||
-         collective == Collective::kGather || collective == Collective::kScatter ||
-         collective == Collective::kAlltoall;
+  const CollectiveInfo& info = collective_info(collective);
+  return info.per_rank_blocks || info.per_pair_blocks;
 }
 
 }  // namespace
 
 std::vector<std::string> collective_names() {
   std::vector<std::string> names;
-  for (int i = 0; i < algo::kCollectiveCount; ++i) {
-    names.emplace_back(algo::collective_name(static_cast<Collective>(i)));
-  }
+  for (const CollectiveInfo& info : kCollectives) names.emplace_back(info.name);
   return names;
 }
 

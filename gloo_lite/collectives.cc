@@ -73,8 +73,8 @@ FlightRecorder::Call record_of(const Call& call, const char* algorithm) {
   record.collective = algo::collective_name(call.collective);
   bool moves_data = call.collective != Collective::kBarrier;
   record.type = moves_data ? type_name(call.type) : "-";
-  record.op = algo::has_op(call.collective) ? op_name(call.op) : nullptr;
-  record.root = algo::has_root(call.collective) ? call.root : -1;
+  record.op = collective_info(call.collective).has_op ? op_name(call.op) : nullptr;
+  record.root = collective_info(call.collective).rooted ? call.root : -1;
   record.elements = moves_data ? call.total_bytes() / call.element : 0;
   record.algorithm = algorithm;
   return record;

@@ -63,8 +63,9 @@ std::string describe(const Fingerprint& f) {
   std::string text = std::string(algo::collective_name(collective)) + "(" +
                      type_name(static_cast<DataType>(f.type)) + ", count " +
                      std::to_string(f.count);
-  if (algo::has_op(collective)) text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
-  if (algo::has_root(collective)) text += ", root " + std::to_string(f.root);
+  if (collective_info(collective).has_op)
+    text += std::string(", ") + op_name(static_cast<ReduceOp>(f.op));
+  if (collective_info(collective).rooted) text += ", root " + std::to_string(f.root);
   return text + ") as collective #" + std::to_string(f.sequence);
 }
 
@@ -128,9 +129,10 @@ std::string describe_call(uint64_t fingerprint, uint64_t tag) {
   text += type_index <= static_cast<uint64_t>(DataType::kFloat64)
               ? type_name(static_cast<DataType>(type_index))
               : "type " + std::to_string(type_index);
-  if (algo::has_op(collective))
+  if (collective_info(collective).has_op)
     text += std::string(", ") + op_name(static_cast<ReduceOp>(kOpField.get(fingerprint)));
-  if (algo::has_root(collective)) text += ", root " + std::to_string(kRootField.get(fingerprint));
+  if (collective_info(collective).rooted)
+    text += ", root " + std::to_string(kRootField.get(fingerprint));
   uint64_t algorithm = kAlgorithmField.get(fingerprint);
   const auto& table = algo::all_algorithms();
   if (algorithm >= 1 && algorithm <= table.size()) {
@@ -183,8 +185,9 @@ uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorit
                kCollectiveField.put(static_cast<uint64_t>(call.collective)) |
                kTypeField.put(static_cast<uint64_t>(call.type)) |
                kAlgorithmField.put(algorithm_index);
-  if (algo::has_op(call.collective)) f |= kOpField.put(static_cast<uint64_t>(call.op));
-  if (algo::has_root(call.collective)) f |= kRootField.put(static_cast<uint64_t>(call.root));
+  if (collective_info(call.collective).has_op) f |= kOpField.put(static_cast<uint64_t>(call.op));
+  if (collective_info(call.collective).rooted)
+    f |= kRootField.put(static_cast<uint64_t>(call.root));
   if (has_counts(call.collective)) f |= kCountsField.put(counts_hash(call));
   return f;
 }

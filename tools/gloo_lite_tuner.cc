@@ -23,7 +23,7 @@ std::string format_bytes(size_t bytes) {
 }
 
 // The auto choice for a float32 call of `bytes` total on P ranks.
-std::string choice(algo::Collective collective, int p, size_t bytes, int cores) {
+std::string choice(Collective collective, int p, size_t bytes, int cores) {
   algo::Call call;
   call.rank = 0;
   call.size = p;
@@ -32,15 +32,12 @@ std::string choice(algo::Collective collective, int p, size_t bytes, int cores) 
   call.type = DataType::kFloat32;
   call.element = 4;
   size_t count = bytes / 4;
-  bool blocked =
-      collective == algo::Collective::kReduceScatter ||
-      collective == algo::Collective::kAllgather || collective == algo::Collective::kGather ||
-      collective == algo::Collective::kScatter || collective == algo::Collective::kAlltoall;
-  if (blocked) {
+  const CollectiveInfo& info = collective_info(collective);
+  if (info.per_rank_blocks || info.per_pair_blocks) {
     call.blocks.assign(p, count / p);
     call.offsets.resize(p);
     for (int r = 0; r < p; ++r) call.offsets[r] = r * (count / p);
-    if (collective == algo::Collective::kAlltoall) {
+    if (info.per_pair_blocks) {
       call.recv_blocks = call.blocks;
       call.recv_offsets = call.offsets;
     }
@@ -62,8 +59,8 @@ int main(int argc, char** argv) {
       "# auto's choices (float32), alpha %.1f us, beta %.2f GB/s, gamma %.2f GB/s, overhead "
       "%.1f us per message, all P ranks on this host's %d cores\n",
       model.alpha * 1e6, 1e-9 / model.beta, 1e-9 / model.gamma, model.overhead * 1e6, cores);
-  for (int c = 0; c < algo::kCollectiveCount; ++c) {
-    auto collective = static_cast<algo::Collective>(c);
+  for (const CollectiveInfo& info : kCollectives) {
+    Collective collective = info.collective;
     for (int p : sizes) {
       std::string line;
       std::string last;
@@ -77,7 +74,7 @@ int main(int argc, char** argv) {
         last_bytes = bytes;
       }
       line += last;
-      std::printf("%-15s P=%-3d %s\n", algo::collective_name(collective), p, line.c_str());
+      std::printf("%-15s P=%-3d %s\n", info.name, p, line.c_str());
     }
   }
   return 0;

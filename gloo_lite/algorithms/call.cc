@@ -5,40 +5,6 @@
 
 namespace gloo_lite::algo {
 
-const char* collective_name(Collective collective) {
-  switch (collective) {
-    case Collective::kAllreduce:
-      return "allreduce";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    case Collective::kAllgather:
-      return "allgather";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kAlltoall:
-      return "alltoall";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-bool has_op(Collective collective) {
-  return collective == Collective::kAllreduce || collective == Collective::kReduce ||
-         collective == Collective::kReduceScatter;
-}
-
-bool has_root(Collective collective) {
-  return collective == Collective::kReduce || collective == Collective::kGather ||
-         collective == Collective::kScatter || collective == Collective::kBroadcast;
-}
-
 Call Call::on(Context& context, Collective collective, DataType type, ReduceOp op, int root) {
   Call call;
   call.context = &context;

@@ -12,28 +12,17 @@
 #include <memory>
 #include <vector>
 
+#include "gloo_lite/collective_info.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/reduction.h"
 #include "gloo_lite/types.h"
 
 namespace gloo_lite::algo {
 
-enum class Collective : uint8_t {
-  kAllreduce,
-  kReduce,
-  kReduceScatter,
-  kAllgather,
-  kGather,
-  kScatter,
-  kBroadcast,
-  kAlltoall,
-  kBarrier,
-};
-constexpr int kCollectiveCount = 9;
-const char* collective_name(Collective collective);
-// Which collectives have a reduction op and a root (the rest ignore both).
-bool has_op(Collective collective);
-bool has_root(Collective collective);
+// The collectives and their shapes: gloo_lite/collective_info.h.
+using gloo_lite::Collective;
+using gloo_lite::collective_name;
+using gloo_lite::kCollectiveCount;
 
 struct Call {
   Context* context = nullptr;

@@ -83,13 +83,6 @@ std::string every_algorithm() {
   return text;
 }
 
-std::optional<Collective> collective_named(const std::string& name) {
-  for (int c = 0; c < kCollectiveCount; ++c) {
-    if (name == collective_name(static_cast<Collective>(c))) return static_cast<Collective>(c);
-  }
-  return std::nullopt;
-}
-
 std::string offered(Collective collective, const Call& call) {
   std::string names;
   for (const Algorithm& algorithm : all_algorithms()) {
@@ -136,11 +129,11 @@ void check_algorithm_spec(const std::string& spec) {
       if (!offered_somewhere) fail("no collective has an algorithm named '" + name + "'");
       continue;
     }
-    std::optional<Collective> collective = collective_named(collective_text);
+    const CollectiveInfo* collective = find_collective(collective_text);
     if (!collective) fail("no collective named '" + collective_text + "'");
-    if (find_algorithm(*collective, name) == nullptr) {
+    if (find_algorithm(collective->collective, name) == nullptr) {
       fail(collective_text + " has no algorithm named '" + name + "' (" + collective_text +
-           " offers: " + algorithm_names(*collective) + ")");
+           " offers: " + algorithm_names(collective->collective) + ")");
     }
   }
 }
