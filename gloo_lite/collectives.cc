@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "gloo_lite/algorithms/registry.h"
@@ -13,7 +14,8 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collective_failure.h"
 #include "gloo_lite/fingerprint.h"
-#include "gloo_lite/work_state.h"
+#include "gloo_lite/stream.h"
+#include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite {
 namespace {
@@ -130,42 +132,73 @@ void run_algorithm(Call& call, const algo::Algorithm& algorithm, const void* inp
   algorithm.run(call);
 }
 
-// Checks the buffers, takes the stream's turn, registers the buffers, checks across ranks when
-// asked, runs the algorithm, and turns any failure into the context's (collective_failure.h).
-// `input_elements`/`output_elements` size the regions.
-void run(Call& call, const void* input, size_t input_elements, void* output, size_t output_elements,
-         const CollectiveOptions& options) {
+// Everything a call needs once its turn comes, owned by the call so that it may run later
+// (non-blocking calls) than the function that started it returns.
+struct Prepared {
+  Call call;
+  const void* input = nullptr;
+  size_t input_bytes = 0;
+  void* output = nullptr;
+  size_t output_bytes = 0;
+  CollectiveOptions options;
+  const algo::Algorithm* algorithm = nullptr;
+  std::function<void()> before;  // runs on this rank's buffers when the turn comes
+  std::function<void()> after;   // ... after the algorithm succeeded
+};
+
+// Checks the buffers and picks the algorithm: everything that can be decided alone, before the
+// call joins its stream (an invalid call consumes nothing). `input_elements`/`output_elements`
+// size the regions.
+Prepared prepare(const Call& call, const void* input, size_t input_elements, void* output,
+                 size_t output_elements, const CollectiveOptions& options) {
   const char* name = algo::collective_name(call.collective);
-  Context& context = *call.context;
   require_buffer(call, input, input_elements, "the input buffer");
   require_buffer(call, output, output_elements, "the output buffer");
-  size_t input_bytes = checked_bytes(name, input_elements, call.element, "the input");
-  size_t output_bytes = checked_bytes(name, output_elements, call.element, "the output");
+  Prepared prepared;
+  prepared.input_bytes = checked_bytes(name, input_elements, call.element, "the input");
+  prepared.output_bytes = checked_bytes(name, output_elements, call.element, "the output");
   if (!own_block_in_place(call, input, output)) {
-    check_overlap(name, input, input_bytes, "input", output, output_bytes, "output");
+    check_overlap(name, input, prepared.input_bytes, "input", output, prepared.output_bytes,
+                  "output");
   }
-  const algo::Algorithm& algorithm = algo::choose_algorithm(call, options.algorithm);
+  prepared.algorithm = &algo::choose_algorithm(call, options.algorithm);
+  prepared.call = call;
+  prepared.input = input;
+  prepared.output = output;
+  prepared.options = options;
+  return prepared;
+}
+
+// Runs a prepared call in its turn on the stream: numbers it, checks across ranks when asked,
+// runs the algorithm, and turns any failure into the context's (collective_failure.h).
+void execute(Prepared& prepared, const detail::Turn& turn) {
+  Call& call = prepared.call;
+  const CollectiveOptions& options = prepared.options;
+  const algo::Algorithm& algorithm = *prepared.algorithm;
+  const char* name = algo::collective_name(call.collective);
+  Context& context = *call.context;
+  std::string what = std::string(name) + " #" + std::to_string(turn.sequence) + " on tag " +
+                     std::to_string(options.tag);
+  turn.work->set_description(what);
+  turn.work->set_algorithm(algorithm.name);
   std::string failure = context.failure();
   if (!failure.empty()) {
-    throw ConnectionError(std::string(name) + " on rank " + std::to_string(call.rank) +
+    throw ConnectionError(what + " on rank " + std::to_string(call.rank) +
                           ": this context failed earlier (" + failure +
                           "); create a new context to go on");
   }
-
-  Context::StreamTurn turn(context, options.tag, name);
-  call.tag = (uint64_t{options.tag} << 48) | (turn.sequence() & kSequenceMask);
+  call.custom = call.op == ReduceOp::kCustom ? &options.custom : nullptr;
+  call.tag = tags::collective(options.tag, turn.sequence);
   const std::chrono::milliseconds timeout =
       options.timeout.count() > 0 ? options.timeout : context.timeout();
   call.deadline = Deadline::after(timeout);
   FlightRecorder::Call record = record_of(call, algorithm.name);
   FlightRecorder& recorder = context.flight_recorder();
-  uint64_t entry = recorder.start(turn.sequence(), options.tag, record);
+  uint64_t entry = recorder.start(turn.sequence, options.tag, record);
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
-    std::string what = std::string(name) + " #" + std::to_string(turn.sequence()) + " on tag " +
-                       std::to_string(options.tag);
     fail_collective({&context, what, FlightRecorder::describe_arguments(record), options.tag,
-                     turn.sequence(), timeout},
+                     turn.sequence, timeout},
                     error);
   };
   static const bool check_from_env = knob_bool("GLOO_LITE_CHECK");  // read once, not per call
@@ -181,124 +214,144 @@ void run(Call& call, const void* input, size_t input_elements, void* output, siz
     }
   }
   try {
+    if (prepared.before) prepared.before();
+    const void* input = prepared.input;
+    void* output = prepared.output;
     // alltoallv's counts are per rank, so only the others can be known empty everywhere.
-    bool empty_everywhere = call.collective != Collective::kBarrier &&
+    bool empty_everywhere = collective_info(call.collective).moves_data &&
                             call.collective != Collective::kAlltoall && call.total_bytes() == 0;
     if (call.size == 1 || empty_everywhere) {
       // One rank, or nothing to move: the result is the input.
       if (output != nullptr && input != nullptr && output != input) {
-        std::memmove(output, input, std::min(input_bytes, output_bytes));
+        std::memmove(output, input, std::min(prepared.input_bytes, prepared.output_bytes));
       }
     } else {
-      run_algorithm(call, algorithm, input, input_bytes, output, output_bytes);
+      run_algorithm(call, algorithm, input, prepared.input_bytes, output, prepared.output_bytes);
     }
     turn.check_not_raced();
   } catch (...) {
     fail(std::current_exception());
   }
-  context.flight_recorder().finish(entry, FlightRecorder::State::kDone);
+  recorder.finish(entry, FlightRecorder::State::kDone);
+  if (prepared.after) prepared.after();
 }
 
-}  // namespace
+enum class Mode { kBlocking, kNonBlocking };
 
-void allreduce(Context& context, const void* input, void* output, size_t count, DataType type,
-               ReduceOp op, const CollectiveOptions& options) {
+// Joins the call's stream: the one path of every collective, blocking or not (stream.h says
+// who runs it). A blocking call's state lives on the caller's stack, since the caller waits.
+Work launch(Prepared&& prepared, Mode mode) {
+  const char* name = algo::collective_name(prepared.call.collective);
+  detail::Stream& stream = prepared.call.context->stream(prepared.options.tag);
+  if (mode == Mode::kBlocking) {
+    auto work = std::make_shared<detail::CollectiveWork>(
+        name, [&prepared](const detail::Turn& turn) { execute(prepared, turn); });
+    stream.run_blocking(work);
+    if (auto error = work->error()) std::rethrow_exception(error);
+    return Work();
+  }
+  auto owned = std::make_shared<Prepared>(std::move(prepared));
+  auto work = std::make_shared<detail::CollectiveWork>(
+      name, [owned](const detail::Turn& turn) { execute(*owned, turn); });
+  stream.start(work);
+  return Work(work);
+}
+
+// Averages: the sum, divided by P on the ranks that hold a result.
+std::function<void()> average_after(ReduceOp op, void* output, size_t count, DataType type,
+                                    int size) {
+  if (op != ReduceOp::kAvg || output == nullptr) return nullptr;
+  return [=] { finish_average(output, count, type, size); };
+}
+
+Work allreduce_call(Context& context, const void* input, void* output, size_t count, DataType type,
+                    ReduceOp op, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAllreduce, type, op, 0, options);
   call.count = count;
-  run(call, input, count, output, count, options);
-  if (op == ReduceOp::kAvg) finish_average(output, count, type, context.size());
+  Prepared prepared = prepare(call, input, count, output, count, options);
+  prepared.after = average_after(op, output, count, type, context.size());
+  return launch(std::move(prepared), mode);
 }
 
-void reduce(Context& context, const void* input, void* output, size_t count, DataType type,
-            ReduceOp op, int root, const CollectiveOptions& options) {
+Work reduce_call(Context& context, const void* input, void* output, size_t count, DataType type,
+                 ReduceOp op, int root, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kReduce, type, op, root, options);
   call.count = count;
   bool is_root = context.rank() == root;
-  run(call, input, count, is_root ? output : nullptr, is_root ? count : 0, options);
-  if (is_root && op == ReduceOp::kAvg) finish_average(output, count, type, context.size());
+  if (!is_root) output = nullptr;
+  Prepared prepared = prepare(call, input, count, output, is_root ? count : 0, options);
+  prepared.after = average_after(op, output, count, type, context.size());
+  return launch(std::move(prepared), mode);
 }
 
-void reduce_scatterv(Context& context, const void* input, void* output,
-                     const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
-                     const CollectiveOptions& options) {
+Work reduce_scatterv_call(Context& context, const void* input, void* output,
+                          const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                          const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kReduceScatter, type, op, 0, options);
   size_t total = set_blocks(call, recv_counts, "recv_counts");
   size_t mine = recv_counts[context.rank()];
-  run(call, input, total, output, mine, options);
-  if (op == ReduceOp::kAvg) finish_average(output, mine, type, context.size());
+  Prepared prepared = prepare(call, input, total, output, mine, options);
+  prepared.after = average_after(op, output, mine, type, context.size());
+  return launch(std::move(prepared), mode);
 }
 
-void reduce_scatter(Context& context, const void* input, void* output, size_t recv_count,
-                    DataType type, ReduceOp op, const CollectiveOptions& options) {
-  reduce_scatterv(context, input, output, std::vector<size_t>(context.size(), recv_count), type, op,
-                  options);
-}
-
-void allgatherv(Context& context, const void* input, void* output,
-                const std::vector<size_t>& counts, DataType type,
-                const CollectiveOptions& options) {
+Work allgatherv_call(Context& context, const void* input, void* output,
+                     const std::vector<size_t>& counts, DataType type,
+                     const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAllgather, type, ReduceOp::kSum, 0, options);
   size_t total = set_blocks(call, counts, "counts");
   size_t mine = counts[context.rank()];
   // In place when the input already sits at this rank's block of the output.
   require_buffer(call, input, mine, "the input buffer");
   require_buffer(call, output, total, "the output buffer");
-  const uint8_t* own = static_cast<const uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
+  uint8_t* own = static_cast<uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
   if (input == own) input = output;
   if (input != output) {
     check_overlap("allgather", input, call.bytes(mine), "input", output, call.bytes(total),
                   "output");
   }
+  Prepared prepared = prepare(call, output, total, output, total, options);
   if (input != output && mine > 0) {
-    // Our own block: the one copy an out-of-place allgather needs.
-    std::memcpy(const_cast<uint8_t*>(own), input, call.bytes(mine));
+    // Our own block: the one copy an out-of-place allgather needs, made when the call's turn
+    // comes (the output may still be in use by the calls before it).
+    size_t bytes = call.bytes(mine);
+    prepared.before = [own, input, bytes] { std::memcpy(own, input, bytes); };
   }
-  run(call, output, total, output, total, options);
+  return launch(std::move(prepared), mode);
 }
 
-void allgather(Context& context, const void* input, void* output, size_t count, DataType type,
-               const CollectiveOptions& options) {
-  allgatherv(context, input, output, std::vector<size_t>(context.size(), count), type, options);
-}
-
-void gatherv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
-             DataType type, int root, const CollectiveOptions& options) {
+Work gatherv_call(Context& context, const void* input, void* output,
+                  const std::vector<size_t>& counts, DataType type, int root,
+                  const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kGather, type, ReduceOp::kSum, root, options);
   size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
-  run(call, input, counts[context.rank()], is_root ? output : nullptr, is_root ? total : 0,
-      options);
+  return launch(prepare(call, input, counts[context.rank()], is_root ? output : nullptr,
+                        is_root ? total : 0, options),
+                mode);
 }
 
-void gather(Context& context, const void* input, void* output, size_t count, DataType type,
-            int root, const CollectiveOptions& options) {
-  gatherv(context, input, output, std::vector<size_t>(context.size(), count), type, root, options);
-}
-
-void scatterv(Context& context, const void* input, void* output, const std::vector<size_t>& counts,
-              DataType type, int root, const CollectiveOptions& options) {
+Work scatterv_call(Context& context, const void* input, void* output,
+                   const std::vector<size_t>& counts, DataType type, int root,
+                   const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kScatter, type, ReduceOp::kSum, root, options);
   size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
-  run(call, is_root ? input : nullptr, is_root ? total : 0, output, counts[context.rank()],
-      options);
+  return launch(prepare(call, is_root ? input : nullptr, is_root ? total : 0, output,
+                        counts[context.rank()], options),
+                mode);
 }
 
-void scatter(Context& context, const void* input, void* output, size_t count, DataType type,
-             int root, const CollectiveOptions& options) {
-  scatterv(context, input, output, std::vector<size_t>(context.size(), count), type, root, options);
-}
-
-void broadcast(Context& context, void* data, size_t count, DataType type, int root,
-               const CollectiveOptions& options) {
+Work broadcast_call(Context& context, void* data, size_t count, DataType type, int root,
+                    const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBroadcast, type, ReduceOp::kSum, root, options);
   call.count = count;
-  run(call, data, count, data, count, options);
+  return launch(prepare(call, data, count, data, count, options), mode);
 }
 
-void alltoallv(Context& context, const void* input, const std::vector<size_t>& send_counts,
-               void* output, const std::vector<size_t>& recv_counts, DataType type,
-               const CollectiveOptions& options) {
+Work alltoallv_call(Context& context, const void* input, const std::vector<size_t>& send_counts,
+                    void* output, const std::vector<size_t>& recv_counts, DataType type,
+                    const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAlltoall, type, ReduceOp::kSum, 0, options);
   set_blocks(call, send_counts, "send_counts");
   if (static_cast<int>(recv_counts.size()) != context.size()) {
@@ -319,93 +372,150 @@ void alltoallv(Context& context, const void* input, const std::vector<size_t>& s
                           std::to_string(send_counts[context.rank()]) + " elements sent but " +
                           std::to_string(recv_counts[context.rank()]) + " received");
   }
-  run(call, input, sent, output, received, options);
+  return launch(prepare(call, input, sent, output, received, options), mode);
 }
 
-void alltoall(Context& context, const void* input, void* output, size_t count, DataType type,
-              const CollectiveOptions& options) {
-  std::vector<size_t> counts(context.size(), count);
-  alltoallv(context, input, counts, output, counts, type, options);
-}
-
-void barrier(Context& context, const CollectiveOptions& options) {
+Work barrier_call(Context& context, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, options);
-  run(call, nullptr, 0, nullptr, 0, options);
+  return launch(prepare(call, nullptr, 0, nullptr, 0, options), mode);
 }
 
-}  // namespace gloo_lite
-
-// --- Non-blocking forms (provisional: they run the call at once; the stream workers replace
-// this) ---
-namespace gloo_lite {
-namespace {
-template <typename F>
-Work finished_work(const char* name, F&& body) {
-  auto state = std::make_shared<detail::WorkState>(name);
-  try {
-    body();
-    state->finish();
-  } catch (const InvalidArgument&) {
-    throw;
-  } catch (...) {
-    state->finish(std::current_exception());
-  }
-  return Work(state);
+std::vector<size_t> equal_blocks(const Context& context, size_t count) {
+  return std::vector<size_t>(context.size(), count);
 }
+
 }  // namespace
 
-Work iallreduce(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op,
-                const CollectiveOptions& x) {
-  return finished_work("allreduce", [&] { allreduce(c, i, o, n, t, op, x); });
+// The blocking forms and the non-blocking ones: one path each (Mode says which).
+void allreduce(Context& c, const void* input, void* output, size_t count, DataType type,
+               ReduceOp op, const CollectiveOptions& options) {
+  allreduce_call(c, input, output, count, type, op, options, Mode::kBlocking);
 }
-Work ireduce(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op, int root,
-             const CollectiveOptions& x) {
-  return finished_work("reduce", [&] { reduce(c, i, o, n, t, op, root, x); });
+Work iallreduce(Context& c, const void* input, void* output, size_t count, DataType type,
+                ReduceOp op, const CollectiveOptions& options) {
+  return allreduce_call(c, input, output, count, type, op, options, Mode::kNonBlocking);
 }
-Work ireduce_scatter(Context& c, const void* i, void* o, size_t n, DataType t, ReduceOp op,
-                     const CollectiveOptions& x) {
-  return finished_work("reduce_scatter", [&] { reduce_scatter(c, i, o, n, t, op, x); });
+
+void reduce(Context& c, const void* input, void* output, size_t count, DataType type, ReduceOp op,
+            int root, const CollectiveOptions& options) {
+  reduce_call(c, input, output, count, type, op, root, options, Mode::kBlocking);
 }
-Work ireduce_scatterv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
-                      ReduceOp op, const CollectiveOptions& x) {
-  return finished_work("reduce_scatter", [&] { reduce_scatterv(c, i, o, n, t, op, x); });
+Work ireduce(Context& c, const void* input, void* output, size_t count, DataType type, ReduceOp op,
+             int root, const CollectiveOptions& options) {
+  return reduce_call(c, input, output, count, type, op, root, options, Mode::kNonBlocking);
 }
-Work iallgather(Context& c, const void* i, void* o, size_t n, DataType t,
-                const CollectiveOptions& x) {
-  return finished_work("allgather", [&] { allgather(c, i, o, n, t, x); });
+
+void reduce_scatterv(Context& c, const void* input, void* output,
+                     const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                     const CollectiveOptions& options) {
+  reduce_scatterv_call(c, input, output, recv_counts, type, op, options, Mode::kBlocking);
 }
-Work iallgatherv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
-                 const CollectiveOptions& x) {
-  return finished_work("allgather", [&] { allgatherv(c, i, o, n, t, x); });
+Work ireduce_scatterv(Context& c, const void* input, void* output,
+                      const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
+                      const CollectiveOptions& options) {
+  return reduce_scatterv_call(c, input, output, recv_counts, type, op, options, Mode::kNonBlocking);
 }
-Work igather(Context& c, const void* i, void* o, size_t n, DataType t, int root,
-             const CollectiveOptions& x) {
-  return finished_work("gather", [&] { gather(c, i, o, n, t, root, x); });
+void reduce_scatter(Context& c, const void* input, void* output, size_t recv_count, DataType type,
+                    ReduceOp op, const CollectiveOptions& options) {
+  reduce_scatterv_call(c, input, output, equal_blocks(c, recv_count), type, op, options,
+                       Mode::kBlocking);
 }
-Work igatherv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
-              int root, const CollectiveOptions& x) {
-  return finished_work("gather", [&] { gatherv(c, i, o, n, t, root, x); });
+Work ireduce_scatter(Context& c, const void* input, void* output, size_t recv_count, DataType type,
+                     ReduceOp op, const CollectiveOptions& options) {
+  return reduce_scatterv_call(c, input, output, equal_blocks(c, recv_count), type, op, options,
+                              Mode::kNonBlocking);
 }
-Work iscatter(Context& c, const void* i, void* o, size_t n, DataType t, int root,
-              const CollectiveOptions& x) {
-  return finished_work("scatter", [&] { scatter(c, i, o, n, t, root, x); });
+
+void allgatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+                DataType type, const CollectiveOptions& options) {
+  allgatherv_call(c, input, output, counts, type, options, Mode::kBlocking);
 }
-Work iscatterv(Context& c, const void* i, void* o, const std::vector<size_t>& n, DataType t,
-               int root, const CollectiveOptions& x) {
-  return finished_work("scatter", [&] { scatterv(c, i, o, n, t, root, x); });
+Work iallgatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+                 DataType type, const CollectiveOptions& options) {
+  return allgatherv_call(c, input, output, counts, type, options, Mode::kNonBlocking);
 }
-Work ibroadcast(Context& c, void* d, size_t n, DataType t, int root, const CollectiveOptions& x) {
-  return finished_work("broadcast", [&] { broadcast(c, d, n, t, root, x); });
+void allgather(Context& c, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options) {
+  allgatherv_call(c, input, output, equal_blocks(c, count), type, options, Mode::kBlocking);
 }
-Work ialltoall(Context& c, const void* i, void* o, size_t n, DataType t,
-               const CollectiveOptions& x) {
-  return finished_work("alltoall", [&] { alltoall(c, i, o, n, t, x); });
+Work iallgather(Context& c, const void* input, void* output, size_t count, DataType type,
+                const CollectiveOptions& options) {
+  return allgatherv_call(c, input, output, equal_blocks(c, count), type, options,
+                         Mode::kNonBlocking);
 }
-Work ialltoallv(Context& c, const void* i, const std::vector<size_t>& s, void* o,
-                const std::vector<size_t>& r, DataType t, const CollectiveOptions& x) {
-  return finished_work("alltoall", [&] { alltoallv(c, i, s, o, r, t, x); });
+
+void gatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+             DataType type, int root, const CollectiveOptions& options) {
+  gatherv_call(c, input, output, counts, type, root, options, Mode::kBlocking);
 }
-Work ibarrier(Context& c, const CollectiveOptions& x) {
-  return finished_work("barrier", [&] { barrier(c, x); });
+Work igatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+              DataType type, int root, const CollectiveOptions& options) {
+  return gatherv_call(c, input, output, counts, type, root, options, Mode::kNonBlocking);
 }
+void gather(Context& c, const void* input, void* output, size_t count, DataType type, int root,
+            const CollectiveOptions& options) {
+  gatherv_call(c, input, output, equal_blocks(c, count), type, root, options, Mode::kBlocking);
+}
+Work igather(Context& c, const void* input, void* output, size_t count, DataType type, int root,
+             const CollectiveOptions& options) {
+  return gatherv_call(c, input, output, equal_blocks(c, count), type, root, options,
+                      Mode::kNonBlocking);
+}
+
+void scatterv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+              DataType type, int root, const CollectiveOptions& options) {
+  scatterv_call(c, input, output, counts, type, root, options, Mode::kBlocking);
+}
+Work iscatterv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
+               DataType type, int root, const CollectiveOptions& options) {
+  return scatterv_call(c, input, output, counts, type, root, options, Mode::kNonBlocking);
+}
+void scatter(Context& c, const void* input, void* output, size_t count, DataType type, int root,
+             const CollectiveOptions& options) {
+  scatterv_call(c, input, output, equal_blocks(c, count), type, root, options, Mode::kBlocking);
+}
+Work iscatter(Context& c, const void* input, void* output, size_t count, DataType type, int root,
+              const CollectiveOptions& options) {
+  return scatterv_call(c, input, output, equal_blocks(c, count), type, root, options,
+                       Mode::kNonBlocking);
+}
+
+void broadcast(Context& c, void* data, size_t count, DataType type, int root,
+               const CollectiveOptions& options) {
+  broadcast_call(c, data, count, type, root, options, Mode::kBlocking);
+}
+Work ibroadcast(Context& c, void* data, size_t count, DataType type, int root,
+                const CollectiveOptions& options) {
+  return broadcast_call(c, data, count, type, root, options, Mode::kNonBlocking);
+}
+
+void alltoallv(Context& c, const void* input, const std::vector<size_t>& send_counts, void* output,
+               const std::vector<size_t>& recv_counts, DataType type,
+               const CollectiveOptions& options) {
+  alltoallv_call(c, input, send_counts, output, recv_counts, type, options, Mode::kBlocking);
+}
+Work ialltoallv(Context& c, const void* input, const std::vector<size_t>& send_counts, void* output,
+                const std::vector<size_t>& recv_counts, DataType type,
+                const CollectiveOptions& options) {
+  return alltoallv_call(c, input, send_counts, output, recv_counts, type, options,
+                        Mode::kNonBlocking);
+}
+void alltoall(Context& c, const void* input, void* output, size_t count, DataType type,
+              const CollectiveOptions& options) {
+  alltoallv_call(c, input, equal_blocks(c, count), output, equal_blocks(c, count), type, options,
+                 Mode::kBlocking);
+}
+Work ialltoall(Context& c, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options) {
+  return alltoallv_call(c, input, equal_blocks(c, count), output, equal_blocks(c, count), type,
+                        options, Mode::kNonBlocking);
+}
+
+void barrier(Context& c, const CollectiveOptions& options) {
+  barrier_call(c, options, Mode::kBlocking);
+}
+Work ibarrier(Context& c, const CollectiveOptions& options) {
+  return barrier_call(c, options, Mode::kNonBlocking);
+}
+
 }  // namespace gloo_lite

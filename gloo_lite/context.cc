@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <random>
 #include <sstream>
 
@@ -16,7 +15,9 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/failure_report.h"
 #include "gloo_lite/knobs.h"
-#include "gloo_lite/work_state.h"
+#include "gloo_lite/point_to_point.h"
+#include "gloo_lite/stream.h"
+#include "gloo_lite/transport/tag_space.h"
 #include "rendezvous/stores.h"
 
 namespace gloo_lite {
@@ -121,97 +122,47 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
       size_(size),
       device_(std::move(device)),
       options_(options),
-      recorder_(static_cast<size_t>(knob_int("GLOO_LITE_FLIGHT_RECORDS"))) {}
-
-struct Context::TagState {
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> scratch;
-  size_t scratch_bytes = 0;
-  std::unique_ptr<transport::Memory> scratch_memory;
-  uint64_t sequence = 0;
-  // The collective holding this stream's turn (nullptr: none) and its sequence number.
-  const char* running = nullptr;
-  uint64_t running_sequence = 0;
-  bool raced = false;  // another thread entered while the running call held the turn
-  std::string race;    // what that thread was told
-};
+      recorder_(static_cast<size_t>(knob_int("GLOO_LITE_FLIGHT_RECORDS"))),
+      point_to_point_(std::make_shared<detail::PointToPointHub>()) {}
 
 Context::~Context() {
+  if (mesh_) cancel_work_in_flight();
   // Registrations go before the mesh that made them.
-  tags_.clear();
+  for (auto& [tag, stream] : streams_) stream->release_scratch();
+  streams_.clear();
 }
 
-Context::TagState& Context::tag_state(uint16_t tag) {
-  std::lock_guard<std::mutex> lock(tags_mutex_);
-  return tag_state_locked(tag);
+void Context::cancel_work_in_flight() {
+  std::vector<std::shared_ptr<detail::Stream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    closing_ = true;
+    for (auto& [tag, stream] : streams_) streams.push_back(stream);
+  }
+  size_t in_flight = point_to_point_->pending();
+  for (const auto& stream : streams) in_flight += stream->in_flight();
+  std::string why = describe() + " was destroyed with " + std::to_string(in_flight) +
+                    " operation(s) in flight; they were cancelled";
+  // Peers must learn it, and the running calls must end: failing the context aborts the mesh.
+  if (in_flight > 0) fail(why);
+  auto error = std::make_exception_ptr(ConnectionError(why));
+  for (const auto& stream : streams) stream->stop(error);
+  point_to_point_->close(*mesh_, error);
 }
 
-Context::TagState& Context::tag_state_locked(uint16_t tag) {
-  auto& state = tags_[tag];
-  if (!state) state = std::make_unique<TagState>();
-  return *state;
+detail::Stream& Context::stream(uint16_t tag) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  auto& stream = streams_[tag];
+  if (!stream) {
+    if (closing_) throw ConnectionError(describe() + " is being destroyed");
+    stream = std::make_shared<detail::Stream>(*this, tag);
+  }
+  return *stream;
 }
 
 Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
-  TagState& state = tag_state(tag);
-  if (bytes > state.scratch_bytes || !state.scratch_memory) {
-    // Grow by half again so a sweep of rising sizes reallocates O(log) times.
-    size_t capacity =
-        std::max<size_t>({bytes, state.scratch_bytes + state.scratch_bytes / 2, 4096});
-    capacity = (capacity + 63) / 64 * 64;
-    state.scratch_memory.reset();
-    state.scratch.reset(static_cast<uint8_t*>(std::aligned_alloc(64, capacity)));
-    if (!state.scratch)
-      throw Error("cannot allocate " + std::to_string(capacity) + " bytes of scratch");
-    state.scratch_bytes = capacity;
-    state.scratch_memory = mesh_->register_memory(state.scratch.get(), capacity);
-  }
-  return {state.scratch.get(), state.scratch_memory.get()};
-}
-
-Context::StreamTurn::StreamTurn(Context& context, uint16_t tag, const char* collective)
-    : context_(context), tag_(tag) {
-  std::string clash;
-  {
-    std::lock_guard<std::mutex> lock(context.tags_mutex_);
-    TagState* state = state_ = &context.tag_state_locked(tag);
-    if (state->running == nullptr) {
-      state->running = collective;
-      state->running_sequence = sequence_ = state->sequence++;
-      return;
-    }
-    clash = std::string(collective) + " on rank " + std::to_string(context.rank_) +
-            " started on tag " + std::to_string(tag) + " while " + state->running + " #" +
-            std::to_string(state->running_sequence) +
-            " was still running on that tag in another thread: collectives with one tag are "
-            "one ordered stream and must be called one at a time, in the same order on every "
-            "rank; give each thread its own CollectiveOptions::tag";
-    // The call holding the turn is part of the race too: it must not report success.
-    state->raced = true;
-    state->race = clash;
-  }
-  context.fail(clash);
-  throw InvalidArgument(clash);
-}
-
-Context::StreamTurn::~StreamTurn() {
-  std::lock_guard<std::mutex> lock(context_.tags_mutex_);
-  state_->running = nullptr;
-  state_->raced = false;
-  state_->race.clear();
-}
-
-void Context::StreamTurn::check_not_raced() const {
-  std::string race;
-  {
-    std::lock_guard<std::mutex> lock(context_.tags_mutex_);
-    if (!state_->raced) return;
-    race = state_->race;
-  }
-  throw InvalidArgument("another thread called a collective on tag " + std::to_string(tag_) +
-                        " while this one ran, so its result cannot be trusted: " + race);
+  detail::Stream::Scratch space = stream(tag).scratch(*mesh_, bytes);
+  return {space.data, space.memory};
 }
 
 std::string Context::describe() const {
@@ -407,61 +358,63 @@ static Deadline deadline_for(std::chrono::milliseconds timeout,
   return Deadline::after(timeout.count() > 0 ? timeout : fallback);
 }
 
+// Point-to-point tags are the user's half of the tag space (gloo_lite/transport/tag_space.h).
+static uint64_t point_to_point_tag(const char* what, int rank, int peer, uint64_t tag) {
+  if (tag > tags::kMaxUserTag) {
+    throw InvalidArgument(std::string(what) + " on rank " + std::to_string(rank) + " with rank " +
+                          std::to_string(peer) + ": tag " + std::to_string(tag) +
+                          " is out of range; point-to-point tags are 0 <= tag < 2^63");
+  }
+  return tags::point_to_point(tag);
+}
+
+Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
+                    std::chrono::milliseconds timeout) {
+  uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  auto work = std::make_shared<detail::PointToPointWork>(
+      "send to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")",
+      point_to_point_, *mesh_, mesh_->register_memory(const_cast<void*>(data), bytes),
+      deadline_for(timeout, options_.timeout));
+  work->set_request(mesh_->send(peer, wire_tag, work->memory(), 0, bytes));
+  point_to_point_->add(work);
+  return Work(work);
+}
+
+Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
+                    std::chrono::milliseconds timeout) {
+  return irecv_any({peer}, data, bytes, tag, timeout);
+}
+
+Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
+                        std::chrono::milliseconds timeout) {
+  std::string from = peers.size() == 1 ? "rank " + std::to_string(peers[0])
+                                       : std::to_string(peers.size()) + " ranks";
+  uint64_t wire_tag = point_to_point_tag("recv", rank_, peers.empty() ? -1 : peers[0], tag);
+  auto work = std::make_shared<detail::PointToPointWork>(
+      "recv from " + from + " (tag " + std::to_string(tag) + ")", point_to_point_, *mesh_,
+      mesh_->register_memory(data, bytes), deadline_for(timeout, options_.timeout));
+  work->set_request(mesh_->recv(peers, wire_tag, work->memory(), 0, bytes));
+  point_to_point_->add(work);
+  return Work(work);
+}
+
 void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
-  auto request = mesh_->send(peer, tag, *memory, 0, bytes);
-  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
+  isend(peer, data, bytes, tag, timeout).wait();
 }
 
 void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  recv_any({peer}, data, bytes, tag, timeout);
+  irecv_any({peer}, data, bytes, tag, timeout).wait();
 }
 
 int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                       std::chrono::milliseconds timeout) {
-  auto memory = mesh_->register_memory(data, bytes);
-  auto request = mesh_->recv(peers, tag, *memory, 0, bytes);
-  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
-  return request->source();
+  Work work = irecv_any(peers, data, bytes, tag, timeout);
+  work.wait();
+  return work.source();
 }
 
 void Context::abort(const std::string& reason) { mesh_->abort(reason); }
 
-}  // namespace gloo_lite
-
-// Provisional point-to-point work: run at once (replaced by transport-backed work).
-namespace gloo_lite {
-static Work finished_p2p(const std::string& what, const std::function<int()>& body) {
-  auto state = std::make_shared<detail::WorkState>(what);
-  try {
-    state->set_source(body());
-    state->set_algorithm("p2p");
-    state->finish();
-  } catch (const InvalidArgument&) {
-    throw;
-  } catch (...) {
-    state->finish(std::current_exception());
-  }
-  return Work(state);
-}
-Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
-                    std::chrono::milliseconds timeout) {
-  return finished_p2p("send", [&] {
-    send(peer, data, bytes, tag, timeout);
-    return -1;
-  });
-}
-Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
-                    std::chrono::milliseconds timeout) {
-  return finished_p2p("recv", [&] {
-    recv(peer, data, bytes, tag, timeout);
-    return peer;
-  });
-}
-Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
-                        std::chrono::milliseconds timeout) {
-  return finished_p2p("recv", [&] { return recv_any(peers, data, bytes, tag, timeout); });
-}
 }  // namespace gloo_lite

@@ -18,6 +18,11 @@
 
 namespace gloo_lite {
 
+namespace detail {
+class Stream;
+class PointToPointHub;
+}  // namespace detail
+
 struct ContextOptions {
   // Deadline for connecting and default for every operation; 0 means GLOO_LITE_TIMEOUT_MS.
   std::chrono::milliseconds timeout{0};
@@ -28,8 +33,6 @@ struct ContextOptions {
 };
 
 class Context : public std::enable_shared_from_this<Context> {
-  struct TagState;  // per-tag stream state, below
-
  public:
   // Connects the full mesh: each rank publishes its address (1 store set), reads the addresses
   // it needs (P-1 gets), and connects, all before the timeout. The store should be scoped to
@@ -41,6 +44,9 @@ class Context : public std::enable_shared_from_this<Context> {
   static std::shared_ptr<Context> create(std::shared_ptr<Store> store, int rank, int size,
                                          std::shared_ptr<transport::Device> device,
                                          ContextOptions options = {});
+  // Work still in flight (non-blocking calls, queued or running) is cancelled: the context
+  // fails with that reason (so peers learn it), every such Work finishes with an error, and the
+  // destructor returns once none of it touches the context any more.
   ~Context();
 
   int rank() const { return rank_; }
@@ -104,37 +110,16 @@ class Context : public std::enable_shared_from_this<Context> {
   std::string flight_record() const;
   FlightRecorder& flight_recorder() { return recorder_; }
 
-  // Per-tag state of the collectives. Collectives with one tag run one at a time (each tag is
-  // one ordered stream of calls); different tags may run concurrently from different threads.
+  // Scratch memory of at least `bytes` for the running collective of stream `tag`: reused
+  // across calls and only grown, so that steady-state collectives allocate (and first-touch)
+  // nothing.
   struct ScratchSpace {
     uint8_t* data = nullptr;
     transport::Memory* memory = nullptr;
   };
-  // Scratch memory of at least `bytes` for collectives with `tag`: reused across calls and only
-  // grown, so that steady-state collectives allocate (and first-touch) nothing.
   ScratchSpace scratch(uint16_t tag, size_t bytes);
-  // The turn of one collective on its tag stream, held while it runs: it takes the stream's
-  // next sequence number (0, 1, 2, ...). Collectives on one tag are one ordered stream, so a
-  // second call entering while the first runs (two threads on one tag) is an error in the
-  // program: the constructor then fails the whole context with InvalidArgument naming both
-  // calls (every rank learns why, instead of mixing the two threads' calls up across ranks).
-  class StreamTurn {
-   public:
-    StreamTurn(Context& context, uint16_t tag, const char* collective);
-    ~StreamTurn();
-    StreamTurn(const StreamTurn&) = delete;
-    StreamTurn& operator=(const StreamTurn&) = delete;
-    uint64_t sequence() const { return sequence_; }
-    // Throws InvalidArgument when another thread entered this stream while this call ran
-    // (called before a call reports success).
-    void check_not_raced() const;
-
-   private:
-    Context& context_;
-    uint16_t tag_;
-    TagState* state_;  // stable: tags_ holds it by unique_ptr until the context goes
-    uint64_t sequence_;
-  };
+  // The stream of collectives with `tag` (gloo_lite/stream.h), created on first use.
+  detail::Stream& stream(uint16_t tag);
 
  private:
   Context(std::shared_ptr<Store> store, int rank, int size,
@@ -166,10 +151,13 @@ class Context : public std::enable_shared_from_this<Context> {
   mutable std::mutex failure_mutex_;
   std::string failure_;
 
-  std::mutex tags_mutex_;
-  std::map<uint16_t, std::unique_ptr<TagState>> tags_;
-  TagState& tag_state(uint16_t tag);
-  TagState& tag_state_locked(uint16_t tag);  // tags_mutex_ held
+  // Cancels the work in flight (see ~Context).
+  void cancel_work_in_flight();
+
+  std::mutex streams_mutex_;
+  bool closing_ = false;  // the destructor runs: no new streams
+  std::map<uint16_t, std::shared_ptr<detail::Stream>> streams_;
+  std::shared_ptr<detail::PointToPointHub> point_to_point_;
 };
 
 }  // namespace gloo_lite

@@ -113,8 +113,8 @@ std::string hex24(uint64_t value) {
 
 // "allreduce #12 (float32, sum, algorithm ring, counts #3a9f01)"
 std::string describe_call(uint64_t fingerprint, uint64_t tag) {
-  std::string sequence = "#" + std::to_string(tag & kSequenceMask);
-  if ((tag >> 48) != 0) sequence += " on tag " + std::to_string(tag >> 48);
+  std::string sequence = "#" + std::to_string(tags::sequence_of(tag));
+  if (tags::stream_of(tag) != 0) sequence += " on tag " + std::to_string(tags::stream_of(tag));
   if (kVersionField.get(fingerprint) != kLayoutVersion) {
     return "a call " + sequence + " of an incompatible gloo_lite build (fingerprint " +
            std::to_string(fingerprint) + ")";
@@ -207,7 +207,7 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
   }
   mine.blocks_hash = per_peer ? 0 : blocks_hash;
   mine.algorithm_hash = hash_text(algorithm);
-  mine.sequence = call.tag & kSequenceMask;
+  mine.sequence = tags::sequence_of(call.tag);
 
   int size = call.size;
   std::vector<uint8_t> out(kFingerprintBytes * size);
@@ -215,7 +215,7 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
   auto out_memory = call.mesh->register_memory(out.data(), out.size());
   auto in_memory = call.mesh->register_memory(in.data(), in.size());
   std::vector<transport::RequestPtr> requests;
-  uint64_t tag = call.tag | kCheckBit;
+  uint64_t tag = call.tag | tags::kCheckBit;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == call.rank) continue;
     Fingerprint to = mine;

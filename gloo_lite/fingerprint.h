@@ -15,13 +15,9 @@
 
 #include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite {
-
-// Transport tag layout of collectives: bits 63..48 the user's tag, bit 47 marks fingerprint
-// traffic, bits 46..0 the call's sequence number.
-constexpr uint64_t kCheckBit = uint64_t{1} << 47;
-constexpr uint64_t kSequenceMask = kCheckBit - 1;
 
 // The verdict of check_fingerprints: every rank found the same disagreement before any data
 // moved, so the context is intact (unlike any other MismatchError).

@@ -26,6 +26,16 @@ void WorkState::set_source(int source) {
   source_ = source;
 }
 
+void WorkState::set_description(std::string description) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  description_ = std::move(description);
+}
+
+std::string WorkState::describe() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return description_;
+}
+
 bool WorkState::test() {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_;

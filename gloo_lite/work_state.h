@@ -24,6 +24,7 @@ class WorkState {
   void finish(std::exception_ptr error = nullptr);
   void set_algorithm(const std::string& algorithm);
   void set_source(int source);
+  void set_description(std::string description);
 
   // Whether it has finished; may make progress (point-to-point), never blocks or throws.
   virtual bool test();
@@ -32,7 +33,7 @@ class WorkState {
 
   std::exception_ptr error() const;
   std::string algorithm() const;
-  std::string describe() const { return description_; }
+  std::string describe() const;
   int source() const;
 
  protected:
@@ -41,7 +42,7 @@ class WorkState {
   std::condition_variable finished_cv_;
 
  private:
-  const std::string description_;
+  std::string description_;
   bool finished_ = false;
   std::exception_ptr error_;
   std::string algorithm_;

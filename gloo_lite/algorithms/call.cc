@@ -1,5 +1,7 @@
 #include "gloo_lite/algorithms/call.h"
 
+#include "gloo_lite/transport/tag_space.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -28,7 +30,7 @@ size_t Call::total_bytes() const {
 }
 
 Scratch::Scratch(const Call& call, size_t bytes) {
-  uint16_t tag = static_cast<uint16_t>(call.tag >> 48);
+  uint16_t tag = tags::stream_of(call.tag);
   Context::ScratchSpace space = call.context->scratch(tag, bytes);
   data_ = space.data;
   memory_ = space.memory;

@@ -4,6 +4,7 @@
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/transport/matching.h"
+#include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite::transport {
 
@@ -103,7 +104,7 @@ std::string MatchingMesh::describe_op(const Op& op) const {
     }
     text += "}";
   }
-  return text + " (tag " + std::to_string(op.tag_) + ", " + std::to_string(op.bytes_) + " bytes)";
+  return text + " (" + tags::describe(op.tag_) + ", " + std::to_string(op.bytes_) + " bytes)";
 }
 
 bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadline& deadline) {

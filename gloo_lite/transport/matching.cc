@@ -2,6 +2,7 @@
 // per (peer, tag), the unexpected queue, and the rendezvous bookkeeping by id. The wire-level
 // sending is the transport's (the send_* hooks); see matching.h.
 #include "gloo_lite/transport/matching.h"
+#include "gloo_lite/transport/tag_space.h"
 
 #include <algorithm>
 #include <atomic>
@@ -39,7 +40,7 @@ std::string hex(uint64_t value) {
 std::string describe_fingerprint(uint64_t fingerprint, uint64_t tag) {
   auto describe = describe_call.load(std::memory_order_acquire);
   if (describe != nullptr) return describe(fingerprint, tag);
-  return "call " + hex(fingerprint) + " (tag " + std::to_string(tag) + ")";
+  return "call " + hex(fingerprint) + " (" + tags::describe(tag) + ")";
 }
 
 OpPtr take(std::unordered_map<uint64_t, OpPtr>& ops, uint64_t id) {
@@ -236,7 +237,7 @@ void MatchingMesh::on_send_cancelled(int peer, uint64_t recv_id) {
   OpPtr op = take_receive_awaiting_data(recv_id);
   if (!op) return;
   fail_op(op, ErrorKind::kConnection,
-          describe_peer(peer) + " cancelled its send of tag " + std::to_string(op->tag_) +
+          describe_peer(peer) + " cancelled its send of " + tags::describe(op->tag_) +
               " after this rank matched it (the sender probably timed out)");
 }
 
@@ -288,7 +289,7 @@ void MatchingMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
 
 void MatchingMesh::reject_size(int peer, const OpPtr& op, uint64_t sent) {
   std::string text = "size mismatch: rank " + std::to_string(rank_) + " posted a receive of " +
-                     std::to_string(op->bytes_) + " bytes for tag " + std::to_string(op->tag_) +
+                     std::to_string(op->bytes_) + " bytes for " + tags::describe(op->tag_) +
                      " from " + describe_peer(peer) + ", which sent " + std::to_string(sent) +
                      " bytes; both ranks must agree on the message size";
   fail_op(op, ErrorKind::kMismatch, text);
@@ -301,7 +302,7 @@ void MatchingMesh::reject_size(int peer, const OpPtr& op, uint64_t sent) {
 std::string MatchingMesh::sender_mismatch_text(int peer, uint64_t tag, uint64_t posted,
                                                uint64_t sent) const {
   return "size mismatch: rank " + std::to_string(rank_) + " sent " + std::to_string(sent) +
-         " bytes with tag " + std::to_string(tag) + " to " + describe_peer(peer) +
+         " bytes with " + tags::describe(tag) + " to " + describe_peer(peer) +
          ", which posted a receive of " + std::to_string(posted) +
          " bytes; both ranks must agree on the message size";
 }

@@ -20,6 +20,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/transport/tag_space.h"
 #include "test/transport/harness.h"
 
 namespace gloo_lite::test {
@@ -398,9 +399,9 @@ algo::Call algorithm_call(Context& context, algo::Collective collective,
   call.blocks = blocks;
   call.offsets = prefix(blocks);
   call.offsets.pop_back();
-  const uint16_t stream = 7;  // a tag stream of its own, apart from the API calls
-  Context::StreamTurn turn(context, stream, "test call");
-  call.tag = (uint64_t{stream} << 48) | turn.sequence();
+  const uint16_t stream = 7;           // a tag stream of its own, apart from the API calls
+  thread_local uint64_t sequence = 0;  // each rank is a thread: it counts its own calls
+  call.tag = tags::collective(stream, sequence++);
   call.deadline = Deadline::after(std::chrono::seconds(60));
   return call;
 }

@@ -1,0 +1,117 @@
+// Point-to-point work and its hub (point_to_point.h).
+#include "gloo_lite/point_to_point.h"
+
+#include <algorithm>
+
+#include "gloo_lite/base/backoff.h"
+
+namespace gloo_lite::detail {
+
+bool PointToPointHub::enter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!open_) return false;
+  ++inside_;
+  return true;
+}
+
+void PointToPointHub::leave() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--inside_ == 0) idle_.notify_all();
+}
+
+void PointToPointHub::add(const std::shared_ptr<PointToPointWork>& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (works_.size() >= prune_at_) {
+    works_.erase(
+        std::remove_if(works_.begin(), works_.end(),
+                       [](const std::weak_ptr<PointToPointWork>& w) { return w.expired(); }),
+        works_.end());
+    prune_at_ = std::max<size_t>(64, 2 * works_.size());
+  }
+  works_.push_back(work);
+}
+
+size_t PointToPointHub::pending() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t count = 0;
+  for (const auto& weak : works_) {
+    if (auto work = weak.lock(); work && !work->WorkState::test()) ++count;
+  }
+  return count;
+}
+
+void PointToPointHub::close(transport::Mesh& mesh, const std::exception_ptr& why) {
+  std::vector<std::weak_ptr<PointToPointWork>> works;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    open_ = false;
+    idle_.wait(lock, [&] { return inside_ == 0; });
+    works.swap(works_);
+  }
+  for (const auto& weak : works) {
+    if (auto work = weak.lock()) work->detach(mesh, why);
+  }
+}
+
+void PointToPointWork::complete() {
+  set_source(request_->source());
+  finish();
+}
+
+bool PointToPointWork::test() {
+  if (WorkState::test()) return true;
+  if (!hub_->enter()) return WorkState::test();  // closed: detach() finished it
+  try {
+    if (request_->test()) {
+      complete();
+    } else if (deadline_.expired()) {
+      mesh_->wait({request_}, deadline_);  // cancels it and throws the transport's TimeoutError
+      complete();
+    }
+  } catch (...) {
+    finish(std::current_exception());
+  }
+  hub_->leave();
+  return WorkState::test();
+}
+
+bool PointToPointWork::wait_until(const Deadline& until) {
+  if (WorkState::test()) return true;
+  if (!hub_->enter()) return WorkState::test();
+  bool finished = true;
+  try {
+    if (until.time_point() >= deadline_.time_point()) {
+      // The whole wait: the transport's own, which sleeps until the request completes and
+      // fails it at its deadline naming the peer.
+      mesh_->wait({request_}, deadline_);
+      complete();
+    } else {
+      // A bounded look (an interruptible wait in slices, say): the transport's wait would cancel
+      // the request when `until` passes, so poll it instead, backing off to 1 ms.
+      Backoff backoff(std::chrono::microseconds(10), std::chrono::milliseconds(1));
+      while (!request_->test()) {
+        if (until.expired()) {
+          finished = false;
+          break;
+        }
+        std::this_thread::sleep_for(backoff.next(until));
+      }
+      if (finished) complete();
+    }
+  } catch (...) {
+    finish(std::current_exception());
+  }
+  hub_->leave();
+  return finished;
+}
+
+void PointToPointWork::detach(transport::Mesh& mesh, const std::exception_ptr& why) {
+  if (!WorkState::test() && request_) {
+    mesh.cancel(request_);
+    finish(why);
+  }
+  request_.reset();
+  memory_.reset();
+}
+
+}  // namespace gloo_lite::detail

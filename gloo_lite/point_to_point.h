@@ -1,0 +1,80 @@
+// Internal: non-blocking point-to-point work (Context::isend/irecv/irecv_any, and the blocking
+// forms, which are these plus wait). The transport moves the bytes on its own (TCP's event loop,
+// the verbs completion queue), so a point-to-point Work needs no thread: it holds the transport
+// request and the registration of the user's buffer, and observing its completion means testing
+// or waiting on that request.
+//
+// The hub is what lets a context be destroyed while such work is in flight: every Work enters
+// the hub while it touches the transport, and the context, before its mesh goes, closes the hub
+// (no more entries), waits until nobody is inside, and cancels what is left, so that a Work that
+// outlives its context finishes with an error instead of touching a freed mesh.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/base/deadline.h"
+#include "gloo_lite/transport/transport.h"
+#include "gloo_lite/work_state.h"
+
+namespace gloo_lite::detail {
+
+class PointToPointWork;
+
+class PointToPointHub {
+ public:
+  // Enters the hub to use the transport; false once it is closed.
+  bool enter();
+  void leave();
+  void add(const std::shared_ptr<PointToPointWork>& work);
+  // Works not finished yet.
+  size_t pending();
+  // No more entries; waits until nobody is inside; cancels every unfinished work with `why`
+  // and drops every work's transport request and registration (the mesh goes next).
+  void close(transport::Mesh& mesh, const std::exception_ptr& why);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  bool open_ = true;
+  int inside_ = 0;
+  std::vector<std::weak_ptr<PointToPointWork>> works_;
+  size_t prune_at_ = 64;  // drop expired entries when the list reaches this size
+};
+
+class PointToPointWork : public WorkState {
+ public:
+  PointToPointWork(std::string description, std::shared_ptr<PointToPointHub> hub,
+                   transport::Mesh& mesh, std::unique_ptr<transport::Memory> memory,
+                   Deadline deadline)
+      : WorkState(std::move(description)),
+        hub_(std::move(hub)),
+        mesh_(&mesh),
+        memory_(std::move(memory)),
+        deadline_(deadline) {
+    set_algorithm("p2p");
+  }
+  // Set once, right after posting.
+  void set_request(transport::RequestPtr request) { request_ = std::move(request); }
+  transport::Memory& memory() { return *memory_; }
+
+  bool test() override;
+  bool wait_until(const Deadline& until) override;
+  // By the hub's close(): cancel if still running, and let go of the transport.
+  void detach(transport::Mesh& mesh, const std::exception_ptr& why);
+
+ private:
+  void complete();  // the request completed: record its source and finish
+
+  std::shared_ptr<PointToPointHub> hub_;
+  transport::Mesh* mesh_;
+  std::unique_ptr<transport::Memory> memory_;
+  transport::RequestPtr request_;
+  const Deadline deadline_;
+};
+
+}  // namespace gloo_lite::detail

@@ -1,0 +1,131 @@
+// Internal: one stream of collectives of a context, the calls made with one
+// CollectiveOptions::tag. A stream runs its calls one at a time, in the order they were started
+// (so that every rank runs call #n of the stream as its n-th), and numbers them 0, 1, 2, ...
+//
+// Who runs a call (docs/execution-model.md):
+//  - a blocking call runs in the calling thread when the stream is idle (nothing running,
+//    nothing queued): no thread hand-off, so the blocking forms cost what they did before
+//    non-blocking work existed;
+//  - otherwise (a non-blocking call, or a blocking one behind queued work) the call is queued
+//    and the stream's worker thread runs it; the worker is started on the stream's first
+//    non-blocking call and sleeps while the queue is empty.
+// A blocking call holds the stream until it returns: another thread starting a call on the
+// stream meanwhile is a program error (the calls could be matched in different orders on
+// different ranks); it throws InvalidArgument and fails the context, and the running call does
+// not report success either.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "gloo_lite/transport/transport.h"
+#include "gloo_lite/work_state.h"
+
+namespace gloo_lite {
+class Context;
+}
+
+namespace gloo_lite::detail {
+
+class Stream;
+
+// The turn of one call on its stream, handed to the call's body while it runs.
+struct Turn {
+  Stream* stream;
+  uint64_t sequence;
+  WorkState* work;  // the call's own, to name what runs
+  // Throws InvalidArgument when another thread started a call on this stream while this
+  // (blocking) call ran: its result cannot be trusted (called before reporting success).
+  void check_not_raced() const;
+};
+
+// A collective waiting for its turn or running: its body runs the call and throws on failure.
+class CollectiveWork : public WorkState {
+ public:
+  using Body = std::function<void(const Turn&)>;
+  CollectiveWork(const char* collective, Body body)
+      : WorkState(collective), collective_(collective), body_(std::move(body)) {}
+  const char* collective() const { return collective_; }
+  // Runs the body (once) and finishes with its outcome; the body is released afterwards, so
+  // that nothing the call captured outlives it.
+  void run(const Turn& turn);
+  // Finishes without running.
+  void cancel(std::exception_ptr why);
+
+ private:
+  const char* collective_;
+  Body body_;
+};
+
+class Stream : public std::enable_shared_from_this<Stream> {
+ public:
+  Stream(Context& context, uint16_t tag) : context_(context), tag_(tag) {}
+  // The worker thread holds the stream too, so that a context destroyed from a callback of
+  // the call its worker runs does not pull the stream from under that worker.
+  ~Stream();
+
+  uint16_t tag() const { return tag_; }
+  // Runs `work` now in this thread if the stream is idle, else queues it and waits for it;
+  // returns once it has finished (its outcome is in `work`). Throws InvalidArgument (and fails
+  // the context) when another thread's blocking call holds the stream.
+  void run_blocking(const std::shared_ptr<CollectiveWork>& work);
+  // Queues `work` for the worker thread and returns. Same race rule as run_blocking.
+  void start(const std::shared_ptr<CollectiveWork>& work);
+  // Calls running or queued.
+  size_t in_flight() const;
+  // Finishes every queued call with `why` without running it, waits for the running one to end
+  // (the caller has aborted the mesh, so it ends promptly), and joins the worker.
+  void stop(const std::exception_ptr& why);
+
+  // Scratch memory for the running call (Context::scratch).
+  struct Scratch {
+    uint8_t* data = nullptr;
+    transport::Memory* memory = nullptr;
+  };
+  Scratch scratch(transport::Mesh& mesh, size_t bytes);
+  void release_scratch();
+
+ private:
+  friend struct Turn;
+  // The message for a call that entered while another thread's blocking call held the stream;
+  // marks that call raced. Called with mutex_ held.
+  std::string race_locked(const char* collective);
+  void raise_race(const std::string& clash);
+  void worker_loop();
+  void start_worker_locked();
+  // Runs `work` with the next sequence number; mutex_ held on entry and exit, released while
+  // the call runs.
+  void run_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<CollectiveWork>& work,
+                  bool inline_call);
+
+  Context& context_;
+  const uint16_t tag_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // queue, running or stopping changed
+  std::deque<std::shared_ptr<CollectiveWork>> queue_;
+  uint64_t sequence_ = 0;
+  const char* running_ = nullptr;  // the call holding the turn
+  uint64_t running_sequence_ = 0;
+  bool running_inline_ = false;  // ... run by its caller (a blocking call)
+  bool raced_ = false;
+  std::string race_;
+  bool stopping_ = false;
+  std::thread worker_;
+
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> scratch_;
+  size_t scratch_bytes_ = 0;
+  std::unique_ptr<transport::Memory> scratch_memory_;
+};
+
+}  // namespace gloo_lite::detail
