@@ -140,7 +140,7 @@ struct Prepared {
   size_t input_bytes = 0;
   void* output = nullptr;
   size_t output_bytes = 0;
-  CollectiveOptions options;
+  const CollectiveOptions* options = nullptr;  // the caller's, or owned_options' (below)
   const algo::Algorithm* algorithm = nullptr;
   std::function<void()> before;  // runs on this rank's buffers when the turn comes
   std::function<void()> after;   // ... after the algorithm succeeded
@@ -149,7 +149,7 @@ struct Prepared {
 // Checks the buffers and picks the algorithm: everything that can be decided alone, before the
 // call joins its stream (an invalid call consumes nothing). `input_elements`/`output_elements`
 // size the regions.
-Prepared prepare(const Call& call, const void* input, size_t input_elements, void* output,
+Prepared prepare(Call&& call, const void* input, size_t input_elements, void* output,
                  size_t output_elements, const CollectiveOptions& options) {
   const char* name = algo::collective_name(call.collective);
   require_buffer(call, input, input_elements, "the input buffer");
@@ -162,10 +162,10 @@ Prepared prepare(const Call& call, const void* input, size_t input_elements, voi
                   "output");
   }
   prepared.algorithm = &algo::choose_algorithm(call, options.algorithm);
-  prepared.call = call;
+  prepared.call = std::move(call);
   prepared.input = input;
   prepared.output = output;
-  prepared.options = options;
+  prepared.options = &options;
   return prepared;
 }
 
@@ -173,17 +173,17 @@ Prepared prepare(const Call& call, const void* input, size_t input_elements, voi
 // runs the algorithm, and turns any failure into the context's (collective_failure.h).
 void execute(Prepared& prepared, const detail::Turn& turn) {
   Call& call = prepared.call;
-  const CollectiveOptions& options = prepared.options;
+  const CollectiveOptions& options = *prepared.options;
   const algo::Algorithm& algorithm = *prepared.algorithm;
   const char* name = algo::collective_name(call.collective);
   Context& context = *call.context;
-  std::string what = std::string(name) + " #" + std::to_string(turn.sequence) + " on tag " +
-                     std::to_string(options.tag);
-  turn.work->set_description(what);
-  turn.work->set_algorithm(algorithm.name);
+  auto what = [&] {
+    return std::string(name) + " #" + std::to_string(turn.sequence) + " on tag " +
+           std::to_string(options.tag);
+  };
   std::string failure = context.failure();
   if (!failure.empty()) {
-    throw ConnectionError(what + " on rank " + std::to_string(call.rank) +
+    throw ConnectionError(what() + " on rank " + std::to_string(call.rank) +
                           ": this context failed earlier (" + failure +
                           "); create a new context to go on");
   }
@@ -197,7 +197,7 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
   uint64_t entry = recorder.start(turn.sequence, options.tag, record);
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
-    fail_collective({&context, what, FlightRecorder::describe_arguments(record), options.tag,
+    fail_collective({&context, what(), FlightRecorder::describe_arguments(record), options.tag,
                      turn.sequence, timeout},
                     error);
   };
@@ -238,21 +238,29 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
 
 enum class Mode { kBlocking, kNonBlocking };
 
+// A non-blocking call's own copy of what it was started with.
+struct OwnedCall {
+  Prepared prepared;
+  CollectiveOptions options;
+};
+
 // Joins the call's stream: the one path of every collective, blocking or not (stream.h says
-// who runs it). A blocking call's state lives on the caller's stack, since the caller waits.
+// who runs it). A blocking call's state stays on the caller's stack, since the caller waits.
 Work launch(Prepared&& prepared, Mode mode) {
   const char* name = algo::collective_name(prepared.call.collective);
-  detail::Stream& stream = prepared.call.context->stream(prepared.options.tag);
+  const char* algorithm = prepared.algorithm->name;
+  uint16_t tag = prepared.options->tag;
+  detail::Stream& stream = prepared.call.context->stream(tag);
   if (mode == Mode::kBlocking) {
-    auto work = std::make_shared<detail::CollectiveWork>(
-        name, [&prepared](const detail::Turn& turn) { execute(prepared, turn); });
-    stream.run_blocking(work);
-    if (auto error = work->error()) std::rethrow_exception(error);
+    stream.run_blocking(name, algorithm,
+                        [&prepared](const detail::Turn& turn) { execute(prepared, turn); });
     return Work();
   }
-  auto owned = std::make_shared<Prepared>(std::move(prepared));
+  CollectiveOptions options = *prepared.options;
+  auto owned = std::make_shared<OwnedCall>(OwnedCall{std::move(prepared), std::move(options)});
+  owned->prepared.options = &owned->options;
   auto work = std::make_shared<detail::CollectiveWork>(
-      name, [owned](const detail::Turn& turn) { execute(*owned, turn); });
+      name, tag, algorithm, [owned](const detail::Turn& turn) { execute(owned->prepared, turn); });
   stream.start(work);
   return Work(work);
 }
@@ -268,7 +276,7 @@ Work allreduce_call(Context& context, const void* input, void* output, size_t co
                     ReduceOp op, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAllreduce, type, op, 0, options);
   call.count = count;
-  Prepared prepared = prepare(call, input, count, output, count, options);
+  Prepared prepared = prepare(std::move(call), input, count, output, count, options);
   prepared.after = average_after(op, output, count, type, context.size());
   return launch(std::move(prepared), mode);
 }
@@ -279,7 +287,7 @@ Work reduce_call(Context& context, const void* input, void* output, size_t count
   call.count = count;
   bool is_root = context.rank() == root;
   if (!is_root) output = nullptr;
-  Prepared prepared = prepare(call, input, count, output, is_root ? count : 0, options);
+  Prepared prepared = prepare(std::move(call), input, count, output, is_root ? count : 0, options);
   prepared.after = average_after(op, output, count, type, context.size());
   return launch(std::move(prepared), mode);
 }
@@ -290,7 +298,7 @@ Work reduce_scatterv_call(Context& context, const void* input, void* output,
   Call call = describe(context, Collective::kReduceScatter, type, op, 0, options);
   size_t total = set_blocks(call, recv_counts, "recv_counts");
   size_t mine = recv_counts[context.rank()];
-  Prepared prepared = prepare(call, input, total, output, mine, options);
+  Prepared prepared = prepare(std::move(call), input, total, output, mine, options);
   prepared.after = average_after(op, output, mine, type, context.size());
   return launch(std::move(prepared), mode);
 }
@@ -310,12 +318,12 @@ Work allgatherv_call(Context& context, const void* input, void* output,
     check_overlap("allgather", input, call.bytes(mine), "input", output, call.bytes(total),
                   "output");
   }
-  Prepared prepared = prepare(call, output, total, output, total, options);
+  size_t own_bytes = call.bytes(mine);
+  Prepared prepared = prepare(std::move(call), output, total, output, total, options);
   if (input != output && mine > 0) {
     // Our own block: the one copy an out-of-place allgather needs, made when the call's turn
     // comes (the output may still be in use by the calls before it).
-    size_t bytes = call.bytes(mine);
-    prepared.before = [own, input, bytes] { std::memcpy(own, input, bytes); };
+    prepared.before = [own, input, own_bytes] { std::memcpy(own, input, own_bytes); };
   }
   return launch(std::move(prepared), mode);
 }
@@ -326,7 +334,7 @@ Work gatherv_call(Context& context, const void* input, void* output,
   Call call = describe(context, Collective::kGather, type, ReduceOp::kSum, root, options);
   size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
-  return launch(prepare(call, input, counts[context.rank()], is_root ? output : nullptr,
+  return launch(prepare(std::move(call), input, counts[context.rank()], is_root ? output : nullptr,
                         is_root ? total : 0, options),
                 mode);
 }
@@ -337,7 +345,7 @@ Work scatterv_call(Context& context, const void* input, void* output,
   Call call = describe(context, Collective::kScatter, type, ReduceOp::kSum, root, options);
   size_t total = set_blocks(call, counts, "counts");
   bool is_root = context.rank() == root;
-  return launch(prepare(call, is_root ? input : nullptr, is_root ? total : 0, output,
+  return launch(prepare(std::move(call), is_root ? input : nullptr, is_root ? total : 0, output,
                         counts[context.rank()], options),
                 mode);
 }
@@ -346,7 +354,7 @@ Work broadcast_call(Context& context, void* data, size_t count, DataType type, i
                     const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBroadcast, type, ReduceOp::kSum, root, options);
   call.count = count;
-  return launch(prepare(call, data, count, data, count, options), mode);
+  return launch(prepare(std::move(call), data, count, data, count, options), mode);
 }
 
 Work alltoallv_call(Context& context, const void* input, const std::vector<size_t>& send_counts,
@@ -372,12 +380,12 @@ Work alltoallv_call(Context& context, const void* input, const std::vector<size_
                           std::to_string(send_counts[context.rank()]) + " elements sent but " +
                           std::to_string(recv_counts[context.rank()]) + " received");
   }
-  return launch(prepare(call, input, sent, output, received, options), mode);
+  return launch(prepare(std::move(call), input, sent, output, received, options), mode);
 }
 
 Work barrier_call(Context& context, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, options);
-  return launch(prepare(call, nullptr, 0, nullptr, 0, options), mode);
+  return launch(prepare(std::move(call), nullptr, 0, nullptr, 0, options), mode);
 }
 
 std::vector<size_t> equal_blocks(const Context& context, size_t count) {

@@ -10,23 +10,29 @@
 // (PTRDIFF_MAX bytes) is InvalidArgument, raised before any memory is touched. An invalid call
 // consumes nothing: the context stays usable.
 //
-// Threads. The collectives with one tag (CollectiveOptions::tag) form one ordered stream: call
-// them one at a time and in the same order on every rank. Different tags are independent
-// streams and may run at once from different threads. A collective entering a stream while
-// another one runs there (two threads on one tag) is a program error: it throws
-// InvalidArgument and fails the context on every rank, naming both calls, and the call it
-// raced with does not report success either. (Calls that never overlap on any rank but come in
-// different orders on different ranks cannot be told apart by any library: when they differ in
-// collective, type, count or root the default call check (docs/transport.md) reports a
-// MismatchError; identical calls are simply matched in order.) Context::split is a tag-0
-// collective too.
+// Threads and order. The collectives with one tag (CollectiveOptions::tag) form one ordered
+// stream: every rank must start them in the same order, and the stream runs them in that order,
+// one at a time (blocking and non-blocking calls alike: a blocking call started behind queued
+// non-blocking ones runs after them). Different tags are independent streams and progress at
+// once. Non-blocking calls may be started on one stream from several threads one after the
+// other (the order of starting is the order of running). A call started on a stream while a
+// *blocking* call of another thread runs there is a program error (two threads racing on one
+// tag, so the order could differ between ranks): it throws InvalidArgument and fails the
+// context on every rank, naming both calls, and the call it raced with does not report success
+// either. (Calls that never overlap on any rank but come in different orders on different ranks
+// cannot be told apart by any library: when they differ in collective, type, count or root the
+// default call check (docs/transport.md) reports a MismatchError; identical calls are simply
+// matched in order.) Context::split is a tag-0 collective too. docs/execution-model.md says who
+// runs each call and what it costs.
 //
 // Failures. A collective that fails on one rank fails its context: the rank tells every peer
 // why (they raise with that cause and that rank's number, within milliseconds, not at their
 // deadline), the error names the call ("allreduce #12 on tag 0 (float32 sum, 1024 elements,
 // ring) on rank 1 of 4"), and later calls on the context fail at once with the first cause;
-// create a new context to go on. A timeout also names the ranks that never arrived, on every
-// rank (gloo_lite/hang_report.h). Context::flight_record() shows the recent calls.
+// create a new context to go on (a non-blocking call finishes with that error in its Work). A
+// call's timeout counts from when it starts running, not from when it was queued. A timeout
+// also names the ranks that never arrived, on every rank (gloo_lite/hang_report.h).
+// Context::flight_record() shows the recent calls.
 #pragma once
 
 #include <chrono>

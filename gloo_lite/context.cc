@@ -372,8 +372,8 @@ Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
                     std::chrono::milliseconds timeout) {
   uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
   auto work = std::make_shared<detail::PointToPointWork>(
-      "send to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")",
-      point_to_point_, *mesh_, mesh_->register_memory(const_cast<void*>(data), bytes),
+      detail::PointToPointWork::Kind{true, peer, 1, tag}, point_to_point_, *mesh_,
+      mesh_->register_memory(const_cast<void*>(data), bytes),
       deadline_for(timeout, options_.timeout));
   work->set_request(mesh_->send(peer, wire_tag, work->memory(), 0, bytes));
   point_to_point_->add(work);
@@ -387,11 +387,10 @@ Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
 
 Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                         std::chrono::milliseconds timeout) {
-  std::string from = peers.size() == 1 ? "rank " + std::to_string(peers[0])
-                                       : std::to_string(peers.size()) + " ranks";
-  uint64_t wire_tag = point_to_point_tag("recv", rank_, peers.empty() ? -1 : peers[0], tag);
+  int first = peers.empty() ? -1 : peers[0];
+  uint64_t wire_tag = point_to_point_tag("recv", rank_, first, tag);
   auto work = std::make_shared<detail::PointToPointWork>(
-      "recv from " + from + " (tag " + std::to_string(tag) + ")", point_to_point_, *mesh_,
+      detail::PointToPointWork::Kind{false, first, peers.size(), tag}, point_to_point_, *mesh_,
       mesh_->register_memory(data, bytes), deadline_for(timeout, options_.timeout));
   work->set_request(mesh_->recv(peers, wire_tag, work->memory(), 0, bytes));
   point_to_point_->add(work);

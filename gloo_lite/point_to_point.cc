@@ -53,6 +53,13 @@ void PointToPointHub::close(transport::Mesh& mesh, const std::exception_ptr& why
   }
 }
 
+std::string PointToPointWork::describe() const {
+  std::string tag = " (tag " + std::to_string(kind_.user_tag) + ")";
+  if (kind_.send) return "send to rank " + std::to_string(kind_.peer) + tag;
+  if (kind_.from_ranks == 1) return "recv from rank " + std::to_string(kind_.peer) + tag;
+  return "recv from any of " + std::to_string(kind_.from_ranks) + " ranks" + tag;
+}
+
 void PointToPointWork::complete() {
   set_source(request_->source());
   finish();

@@ -48,16 +48,22 @@ class PointToPointHub {
 
 class PointToPointWork : public WorkState {
  public:
-  PointToPointWork(std::string description, std::shared_ptr<PointToPointHub> hub,
-                   transport::Mesh& mesh, std::unique_ptr<transport::Memory> memory,
-                   Deadline deadline)
-      : WorkState(std::move(description)),
+  // What it is, for describe(): a send to `peer`, or a receive from `peer` (from_ranks == 1)
+  // or from any of `from_ranks` ranks.
+  struct Kind {
+    bool send;
+    int peer;
+    size_t from_ranks;
+    uint64_t user_tag;
+  };
+  PointToPointWork(Kind kind, std::shared_ptr<PointToPointHub> hub, transport::Mesh& mesh,
+                   std::unique_ptr<transport::Memory> memory, Deadline deadline)
+      : WorkState("p2p"),
+        kind_(kind),
         hub_(std::move(hub)),
         mesh_(&mesh),
         memory_(std::move(memory)),
-        deadline_(deadline) {
-    set_algorithm("p2p");
-  }
+        deadline_(deadline) {}
   // Set once, right after posting.
   void set_request(transport::RequestPtr request) { request_ = std::move(request); }
   transport::Memory& memory() { return *memory_; }
@@ -66,10 +72,12 @@ class PointToPointWork : public WorkState {
   bool wait_until(const Deadline& until) override;
   // By the hub's close(): cancel if still running, and let go of the transport.
   void detach(transport::Mesh& mesh, const std::exception_ptr& why);
+  std::string describe() const override;
 
  private:
   void complete();  // the request completed: record its source and finish
 
+  const Kind kind_;
   std::shared_ptr<PointToPointHub> hub_;
   transport::Mesh* mesh_;
   std::unique_ptr<transport::Memory> memory_;

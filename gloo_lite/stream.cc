@@ -13,6 +13,11 @@
 namespace gloo_lite::detail {
 
 void CollectiveWork::run(const Turn& turn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sequence_ = turn.sequence;
+    started_ = true;
+  }
   try {
     body_(turn);
     finish();
@@ -25,6 +30,13 @@ void CollectiveWork::run(const Turn& turn) {
 void CollectiveWork::cancel(std::exception_ptr why) {
   finish(std::move(why));
   body_ = nullptr;
+}
+
+std::string CollectiveWork::describe() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string stream = " on tag " + std::to_string(tag_);
+  if (!started_) return std::string(collective_) + stream + " (not started yet)";
+  return std::string(collective_) + " #" + std::to_string(sequence_) + stream;
 }
 
 void Turn::check_not_raced() const {
@@ -66,62 +78,66 @@ void Stream::raise_race(const std::string& clash) {
   throw InvalidArgument(clash);
 }
 
-void Stream::run_blocking(const std::shared_ptr<CollectiveWork>& work) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (running_inline_) {
-    std::string clash = race_locked(work->collective());
-    lock.unlock();
-    raise_race(clash);
-  }
+void Stream::check_entry(std::unique_lock<std::mutex>& lock, const char* collective) {
   if (stopping_) {
     lock.unlock();
-    work->cancel(std::make_exception_ptr(
-        ConnectionError(std::string(work->collective()) + ": the context is being destroyed")));
-    return;
+    throw ConnectionError(std::string(collective) + " on rank " + std::to_string(context_.rank()) +
+                          ": the context is being destroyed");
   }
-  if (running_ == nullptr && queue_.empty()) {
-    run_locked(lock, work, /*inline_call=*/true);
-    return;
-  }
+  if (!running_inline_) return;
+  std::string clash = race_locked(collective);
+  lock.unlock();
+  raise_race(clash);
+}
+
+void Stream::queue_locked(const std::shared_ptr<CollectiveWork>& work) {
   queue_.push_back(work);
   start_worker_locked();
   changed_.notify_all();
+}
+
+template <typename Run>
+void Stream::run_locked(std::unique_lock<std::mutex>& lock, const char* collective,
+                        bool inline_call, Run&& run) {
+  running_ = collective;
+  running_sequence_ = sequence_++;
+  running_inline_ = inline_call;
+  Turn turn{this, running_sequence_};
+  lock.unlock();
+  // Give the turn back however the call ends (a blocking call's exception propagates).
+  struct Release {
+    Stream* stream;
+    std::unique_lock<std::mutex>& lock;
+    ~Release() {
+      lock.lock();
+      stream->running_ = nullptr;
+      stream->running_inline_ = false;
+      stream->raced_ = false;
+      stream->race_.clear();
+      stream->changed_.notify_all();
+    }
+  } release{this, lock};
+  run(turn);
+}
+
+void Stream::run_blocking(const char* collective, const char* algorithm, const CallBody& body) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  check_entry(lock, collective);
+  if (running_ == nullptr && queue_.empty()) {
+    run_locked(lock, collective, /*inline_call=*/true, body);
+    return;
+  }
+  auto work = std::make_shared<CollectiveWork>(collective, tag_, algorithm, body);
+  queue_locked(work);
   lock.unlock();
   work->wait_until(Deadline::never());
+  if (auto error = work->error()) std::rethrow_exception(error);
 }
 
 void Stream::start(const std::shared_ptr<CollectiveWork>& work) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (running_inline_) {
-    std::string clash = race_locked(work->collective());
-    lock.unlock();
-    raise_race(clash);
-  }
-  if (stopping_) {
-    lock.unlock();
-    work->cancel(std::make_exception_ptr(
-        ConnectionError(std::string(work->collective()) + ": the context is being destroyed")));
-    return;
-  }
-  queue_.push_back(work);
-  start_worker_locked();
-  changed_.notify_all();
-}
-
-void Stream::run_locked(std::unique_lock<std::mutex>& lock,
-                        const std::shared_ptr<CollectiveWork>& work, bool inline_call) {
-  running_ = work->collective();
-  running_sequence_ = sequence_++;
-  running_inline_ = inline_call;
-  Turn turn{this, running_sequence_, work.get()};
-  lock.unlock();
-  work->run(turn);
-  lock.lock();
-  running_ = nullptr;
-  running_inline_ = false;
-  raced_ = false;
-  race_.clear();
-  changed_.notify_all();
+  check_entry(lock, work->collective());
+  queue_locked(work);
 }
 
 void Stream::worker_loop() {
@@ -136,7 +152,8 @@ void Stream::worker_loop() {
     if (queue_.empty() || running_ != nullptr) continue;
     std::shared_ptr<CollectiveWork> work = std::move(queue_.front());
     queue_.pop_front();
-    run_locked(lock, work, /*inline_call=*/false);
+    run_locked(lock, work->collective(), /*inline_call=*/false,
+               [&work](const Turn& turn) { work->run(turn); });
   }
 }
 

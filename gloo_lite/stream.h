@@ -40,28 +40,33 @@ class Stream;
 struct Turn {
   Stream* stream;
   uint64_t sequence;
-  WorkState* work;  // the call's own, to name what runs
   // Throws InvalidArgument when another thread started a call on this stream while this
   // (blocking) call ran: its result cannot be trusted (called before reporting success).
   void check_not_raced() const;
 };
 
-// A collective waiting for its turn or running: its body runs the call and throws on failure.
+// The body of a call: runs it in its turn, throws on failure.
+using CallBody = std::function<void(const Turn&)>;
+
+// A collective that waits in its stream's queue or runs from there.
 class CollectiveWork : public WorkState {
  public:
-  using Body = std::function<void(const Turn&)>;
-  CollectiveWork(const char* collective, Body body)
-      : WorkState(collective), collective_(collective), body_(std::move(body)) {}
+  CollectiveWork(const char* collective, uint16_t tag, const char* algorithm, CallBody body)
+      : WorkState(algorithm), collective_(collective), tag_(tag), body_(std::move(body)) {}
   const char* collective() const { return collective_; }
   // Runs the body (once) and finishes with its outcome; the body is released afterwards, so
   // that nothing the call captured outlives it.
   void run(const Turn& turn);
   // Finishes without running.
   void cancel(std::exception_ptr why);
+  std::string describe() const override;
 
  private:
   const char* collective_;
-  Body body_;
+  const uint16_t tag_;
+  uint64_t sequence_ = 0;  // under mutex_, once running
+  bool started_ = false;   // under mutex_
+  CallBody body_;
 };
 
 class Stream : public std::enable_shared_from_this<Stream> {
@@ -72,10 +77,11 @@ class Stream : public std::enable_shared_from_this<Stream> {
   ~Stream();
 
   uint16_t tag() const { return tag_; }
-  // Runs `work` now in this thread if the stream is idle, else queues it and waits for it;
-  // returns once it has finished (its outcome is in `work`). Throws InvalidArgument (and fails
-  // the context) when another thread's blocking call holds the stream.
-  void run_blocking(const std::shared_ptr<CollectiveWork>& work);
+  // A blocking call: runs `body` now in this thread if the stream is idle (its exception
+  // propagates), else queues it as a CollectiveWork and waits for it (and rethrows its error).
+  // Throws InvalidArgument (and fails the context) when another thread's blocking call holds
+  // the stream.
+  void run_blocking(const char* collective, const char* algorithm, const CallBody& body);
   // Queues `work` for the worker thread and returns. Same race rule as run_blocking.
   void start(const std::shared_ptr<CollectiveWork>& work);
   // Calls running or queued.
@@ -100,10 +106,16 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void raise_race(const std::string& clash);
   void worker_loop();
   void start_worker_locked();
-  // Runs `work` with the next sequence number; mutex_ held on entry and exit, released while
-  // the call runs.
-  void run_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<CollectiveWork>& work,
-                  bool inline_call);
+  // Takes the turn for `collective` and runs `run(turn)`: mutex_ held on entry and exit,
+  // released while the call runs.
+  template <typename Run>
+  void run_locked(std::unique_lock<std::mutex>& lock, const char* collective, bool inline_call,
+                  Run&& run);
+  // Queues `work`, starting the worker if needed (mutex_ held).
+  void queue_locked(const std::shared_ptr<CollectiveWork>& work);
+  // Whether `collective` may join the stream now; when it races a blocking call, fails the
+  // context and throws (releasing `lock`).
+  void check_entry(std::unique_lock<std::mutex>& lock, const char* collective);
 
   Context& context_;
   const uint16_t tag_;

@@ -16,24 +16,9 @@ void WorkState::finish(std::exception_ptr error) {
   finished_cv_.notify_all();
 }
 
-void WorkState::set_algorithm(const std::string& algorithm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  algorithm_ = algorithm;
-}
-
 void WorkState::set_source(int source) {
   std::lock_guard<std::mutex> lock(mutex_);
   source_ = source;
-}
-
-void WorkState::set_description(std::string description) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  description_ = std::move(description);
-}
-
-std::string WorkState::describe() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return description_;
 }
 
 bool WorkState::test() {
@@ -53,11 +38,6 @@ bool WorkState::wait_until(const Deadline& until) {
 std::exception_ptr WorkState::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
-}
-
-std::string WorkState::algorithm() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return algorithm_;
 }
 
 int WorkState::source() const {

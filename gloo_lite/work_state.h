@@ -1,7 +1,8 @@
 // Internal: the shared state behind a Work handle. A WorkState finishes once, with or without
-// an error; waiters sleep on its condition variable. Point-to-point work (PointToPointWork in
-// context.cc) overrides how completion is observed: its bytes are moved by the transport, so
-// waiting means waiting on the transport request instead of on a thread that runs the work.
+// an error; waiters sleep on its condition variable. What a work is (describe()) and how its
+// completion is observed differ: a queued collective (CollectiveWork, stream.h) is finished by
+// the thread that runs it; point-to-point work (point_to_point.h) is moved by the transport, so
+// testing and waiting look at the transport request instead.
 #pragma once
 
 #include <condition_variable>
@@ -15,37 +16,36 @@ namespace gloo_lite::detail {
 
 class WorkState {
  public:
-  explicit WorkState(std::string description) : description_(std::move(description)) {}
+  // `algorithm`: a static name ("ring", "p2p").
+  explicit WorkState(const char* algorithm) : algorithm_(algorithm) {}
   virtual ~WorkState() = default;
   WorkState(const WorkState&) = delete;
   WorkState& operator=(const WorkState&) = delete;
 
   // Finishes the work (the first call counts) and wakes every waiter.
   void finish(std::exception_ptr error = nullptr);
-  void set_algorithm(const std::string& algorithm);
   void set_source(int source);
-  void set_description(std::string description);
 
   // Whether it has finished; may make progress (point-to-point), never blocks or throws.
   virtual bool test();
   // Waits until finished or `until` passes; returns whether it finished.
   virtual bool wait_until(const Deadline& until);
+  // "allreduce #12 on tag 0", "send to rank 2 (tag 5)": formatted on demand, so that starting
+  // a call builds no strings.
+  virtual std::string describe() const = 0;
 
   std::exception_ptr error() const;
-  std::string algorithm() const;
-  std::string describe() const;
+  const char* algorithm() const { return algorithm_; }
   int source() const;
 
  protected:
-  bool finished_locked() const { return finished_; }
   mutable std::mutex mutex_;
   std::condition_variable finished_cv_;
+  bool finished_ = false;  // under mutex_
 
  private:
-  std::string description_;
-  bool finished_ = false;
   std::exception_ptr error_;
-  std::string algorithm_;
+  const char* const algorithm_;
   int source_ = -1;
 };
 
