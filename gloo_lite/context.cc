@@ -414,6 +414,6 @@ int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, u
   return work.source();
 }
 
-void Context::abort(const std::string& reason) { mesh_->abort(reason); }
+void Context::abort(const std::string& reason) { fail(reason); }
 
 }  // namespace gloo_lite

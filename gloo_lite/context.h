@@ -94,7 +94,8 @@ class Context : public std::enable_shared_from_this<Context> {
   Work irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
-  // Fails this rank's connections with `reason`, telling peers so they fail promptly.
+  // Fails this context with `reason` (fail() with a local cause): work in flight ends with it,
+  // every peer raises with it naming this rank, and later calls fail at once.
   void abort(const std::string& reason);
   // A failure ends this context: the first one logs one warning with the flight recorder's
   // dump, publishes a failure report naming `culprits` when options.report_failures is set, and
