@@ -9,21 +9,35 @@ using namespace gloo_lite::c_api;
 
 namespace {
 
+// The arguments every transfer shares: a rank of `context` and a buffer of `bytes`.
+Context& checked(gloo_lite_context_t* c, int peer, const void* data, size_t bytes) {
+  Context& context = context_of(c);
+  if (peer < 0 || peer >= context.size()) {
+    bad_argument("peer " + std::to_string(peer) + " is not a rank of this context (0.." +
+                 std::to_string(context.size() - 1) + ")");
+  }
+  if (data == nullptr && bytes > 0) {
+    bad_argument("data is NULL for " + std::to_string(bytes) + " bytes");
+  }
+  return context;
+}
+
 Work start_send(gloo_lite_context_t* c, int peer, const void* data, size_t bytes, uint64_t tag,
                 int64_t timeout_ms) {
-  return context_of(c).isend(peer, data, bytes, p2p_tag_of(tag),
-                             timeout_of(timeout_ms, "timeout_ms"));
+  return checked(c, peer, data, bytes)
+      .isend(peer, data, bytes, p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
 Work start_recv(gloo_lite_context_t* c, int peer, void* data, size_t bytes, uint64_t tag,
                 int64_t timeout_ms) {
-  return context_of(c).irecv(peer, data, bytes, p2p_tag_of(tag),
-                             timeout_of(timeout_ms, "timeout_ms"));
+  return checked(c, peer, data, bytes)
+      .irecv(peer, data, bytes, p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
 Work start_recv_any(gloo_lite_context_t* c, const int* peers, size_t peer_count, void* data,
                     size_t bytes, uint64_t tag, int64_t timeout_ms) {
   Context& context = context_of(c);
   if (peer_count == 0) bad_argument("peer_count is 0; name at least one peer");
   required(peers, "peers");
+  for (size_t i = 0; i < peer_count; ++i) checked(c, peers[i], data, bytes);
   return context.irecv_any(std::vector<int>(peers, peers + peer_count), data, bytes,
                            p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
