@@ -170,6 +170,9 @@ gloo_lite_result_t gloo_lite_abort(gloo_lite_context_t* context, const char* rea
 
 /* ---- Non-blocking work ------------------------------------------------------------------- */
 
+/* A work handle is one started operation. Use each handle from one thread at a time (any
+ * thread); other handles and the context may be used meanwhile from other threads, within
+ * the stream rules of gloo_lite/collectives.h (one call at a time per tag). */
 typedef struct gloo_lite_work gloo_lite_work_t;
 
 /* For gloo_lite_work_wait: no limit. */
@@ -183,7 +186,7 @@ gloo_lite_result_t gloo_lite_work_wait(gloo_lite_work_t* work, int64_t timeout_m
 gloo_lite_result_t gloo_lite_work_test(gloo_lite_work_t* work, int* done);
 /* *status: GLOO_LITE_IN_PROGRESS while running, then GLOO_LITE_SUCCESS or the error code;
  * *message (may be NULL if unwanted): the error's message, "" otherwise, owned by the handle
- * and valid until it is freed. */
+ * and valid until the next call on it. */
 gloo_lite_result_t gloo_lite_work_error(gloo_lite_work_t* work, gloo_lite_result_t* status,
                                         const char** message);
 /* The algorithm that ran ("ring", "tree", ..., "p2p"; "" before it started), owned by the
