@@ -113,8 +113,9 @@ gloo_lite_result_t gloo_lite_type_size(gloo_lite_datatype_t type, size_t* size);
  * (non-blocking work) and must not call gloo_lite. */
 typedef void (*gloo_lite_reduce_fn)(void* inout, const void* in, size_t count, void* user_data);
 
-/* Per-call options. NULL, a zero-initialised struct ({0}) and GLOO_LITE_OPTIONS_INIT all mean
- * the defaults: the tuner's algorithm, the context's timeout, tag 0, no call check. */
+/* Per-call options. NULL, a zero-initialised struct ({0} in C, {} in C++) and
+ * GLOO_LITE_OPTIONS_INIT all mean the defaults: the tuner's algorithm, the context's timeout, tag
+ * 0, no call check. */
 typedef struct gloo_lite_options {
   /* NULL, "" or "auto": the tuner picks; else ring, halving_doubling, recursive_doubling, tree,
    * bruck, pairwise, dissemination, direct (overrides GLOO_LITE_ALGO for this call). */

@@ -80,6 +80,7 @@ static void test_reductions(void) {
   int i, r;
   gloo_lite_options_t custom = GLOO_LITE_OPTIONS_INIT;
   gloo_lite_options_t ring = GLOO_LITE_OPTIONS_INIT;
+  gloo_lite_options_t zero = {0}; /* the documented default, like NULL */
   size_t total = 0;
 
   for (i = 0; i < N; ++i) in[i] = v(rank, i);
@@ -103,7 +104,7 @@ static void test_reductions(void) {
       if (x > dmax[i]) dmax[i] = x;
     }
   }
-  COLLECTIVE(allreduce, ctx, din, dout, N, GLOO_LITE_FLOAT64, GLOO_LITE_MAX, NULL);
+  COLLECTIVE(allreduce, ctx, din, dout, N, GLOO_LITE_FLOAT64, GLOO_LITE_MAX, &zero);
   for (i = 0; i < N; ++i) CHECK(dout[i] == dmax[i]);
 
   for (i = 0; i < N; ++i) {
