@@ -59,7 +59,11 @@ const char* gloo_lite_version(void);
 
 /* ---- Results and errors ------------------------------------------------------------------ */
 
-typedef enum gloo_lite_result {
+/* Results, element types and ops are plain 32-bit integers holding the values of the enums below
+ * (not the enum types themselves): a caller may pass any value, which the library refuses with
+ * GLOO_LITE_ERR_INVALID_ARGUMENT, and an out-of-range value in a C++ enum would be undefined. */
+typedef int32_t gloo_lite_result_t;
+enum gloo_lite_result_code {
   GLOO_LITE_SUCCESS = 0,
   GLOO_LITE_ERR_INVALID_ARGUMENT = 1, /* bad argument; nothing was started */
   GLOO_LITE_ERR_TIMEOUT = 2,          /* a deadline passed (the message names missing ranks) */
@@ -69,7 +73,7 @@ typedef enum gloo_lite_result {
   GLOO_LITE_ERR_INTERNAL = 6,         /* anything else (out of memory, a bug: report it) */
   /* Not an error: gloo_lite_work_wait's timeout passed before the work finished. */
   GLOO_LITE_IN_PROGRESS = 7
-} gloo_lite_result_t;
+};
 
 /* The message of the last call on this thread that failed: the empty string once a later call
  * returned GLOO_LITE_SUCCESS or GLOO_LITE_IN_PROGRESS (the functions that return a string,
@@ -82,7 +86,8 @@ const char* gloo_lite_result_name(gloo_lite_result_t result);
 
 /* ---- Element types and reduction operations (as gloo_lite/types.h) ----------------------- */
 
-typedef enum gloo_lite_datatype {
+typedef int32_t gloo_lite_datatype_t; /* an enum gloo_lite_datatype value */
+enum gloo_lite_datatype {
   GLOO_LITE_INT8 = 0,
   GLOO_LITE_UINT8 = 1,
   GLOO_LITE_INT32 = 2,
@@ -93,16 +98,17 @@ typedef enum gloo_lite_datatype {
   GLOO_LITE_BFLOAT16 = 7, /* bfloat16, passed as uint16_t bits */
   GLOO_LITE_FLOAT32 = 8,
   GLOO_LITE_FLOAT64 = 9
-} gloo_lite_datatype_t;
+};
 
-typedef enum gloo_lite_op {
+typedef int32_t gloo_lite_op_t; /* an enum gloo_lite_op value */
+enum gloo_lite_op {
   GLOO_LITE_SUM = 0,
   GLOO_LITE_PROD = 1,
   GLOO_LITE_MIN = 2,
   GLOO_LITE_MAX = 3,
   GLOO_LITE_AVG = 4,
   GLOO_LITE_CUSTOM = 5 /* gloo_lite_options_t.custom */
-} gloo_lite_op_t;
+};
 
 /* Bytes per element of `type` into *size. */
 gloo_lite_result_t gloo_lite_type_size(gloo_lite_datatype_t type, size_t* size);

@@ -23,14 +23,22 @@ void assign(std::string* target, const char* text) noexcept {
 
 // The C enums are the C++ enums' values in the same order; conversions are casts after a
 // range check.
-static_assert(static_cast<int>(DataType::kInt8) == GLOO_LITE_INT8);
-static_assert(static_cast<int>(DataType::kUint64) == GLOO_LITE_UINT64);
-static_assert(static_cast<int>(DataType::kFloat16) == GLOO_LITE_FLOAT16);
-static_assert(static_cast<int>(DataType::kBFloat16) == GLOO_LITE_BFLOAT16);
-static_assert(static_cast<int>(DataType::kFloat64) == GLOO_LITE_FLOAT64);
-static_assert(static_cast<int>(ReduceOp::kSum) == GLOO_LITE_SUM);
-static_assert(static_cast<int>(ReduceOp::kAvg) == GLOO_LITE_AVG);
-static_assert(static_cast<int>(ReduceOp::kCustom) == GLOO_LITE_CUSTOM);
+static_assert(static_cast<int>(DataType::kInt8) == GLOO_LITE_INT8 &&
+              static_cast<int>(DataType::kUint8) == GLOO_LITE_UINT8 &&
+              static_cast<int>(DataType::kInt32) == GLOO_LITE_INT32 &&
+              static_cast<int>(DataType::kUint32) == GLOO_LITE_UINT32 &&
+              static_cast<int>(DataType::kInt64) == GLOO_LITE_INT64 &&
+              static_cast<int>(DataType::kUint64) == GLOO_LITE_UINT64 &&
+              static_cast<int>(DataType::kFloat16) == GLOO_LITE_FLOAT16 &&
+              static_cast<int>(DataType::kBFloat16) == GLOO_LITE_BFLOAT16 &&
+              static_cast<int>(DataType::kFloat32) == GLOO_LITE_FLOAT32 &&
+              static_cast<int>(DataType::kFloat64) == GLOO_LITE_FLOAT64);
+static_assert(static_cast<int>(ReduceOp::kSum) == GLOO_LITE_SUM &&
+              static_cast<int>(ReduceOp::kProd) == GLOO_LITE_PROD &&
+              static_cast<int>(ReduceOp::kMin) == GLOO_LITE_MIN &&
+              static_cast<int>(ReduceOp::kMax) == GLOO_LITE_MAX &&
+              static_cast<int>(ReduceOp::kAvg) == GLOO_LITE_AVG &&
+              static_cast<int>(ReduceOp::kCustom) == GLOO_LITE_CUSTOM);
 
 gloo_lite_result_t classify(const std::exception_ptr& error, std::string* message) noexcept {
   try {
@@ -86,8 +94,7 @@ Context& context_of(const gloo_lite_context_t* handle) {
 Work& work_of(gloo_lite_work_t* handle) { return required(handle, "work").work; }
 
 DataType type_of(gloo_lite_datatype_t type) {
-  // As an int: a C caller may pass any value, which C++ would not expect of an enum.
-  const int value = static_cast<int>(type);
+  const int value = type;
   if (value < GLOO_LITE_INT8 || value > GLOO_LITE_FLOAT64) {
     bad_argument("type " + std::to_string(value) +
                  " is not a gloo_lite_datatype_t (GLOO_LITE_INT8 .. GLOO_LITE_FLOAT64)");
@@ -96,7 +103,7 @@ DataType type_of(gloo_lite_datatype_t type) {
 }
 
 ReduceOp op_of(gloo_lite_op_t op) {
-  const int value = static_cast<int>(op);
+  const int value = op;
   if (value < GLOO_LITE_SUM || value > GLOO_LITE_CUSTOM) {
     bad_argument("op " + std::to_string(value) +
                  " is not a gloo_lite_op_t (GLOO_LITE_SUM .. GLOO_LITE_CUSTOM)");
