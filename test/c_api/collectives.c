@@ -1,9 +1,12 @@
 /* Every collective and point-to-point call through the C API on 4 ranks, blocking and
  * non-blocking, against references computed here in C from the formula each rank used to fill
  * its inputs. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -149,6 +152,25 @@ static void test_reductions(void) {
   }
 }
 
+/* IEEE binary16 bits of a small positive integer (exact up to 2048). */
+static uint16_t half_of(int n) {
+  int e = 0;
+  while ((2 << e) <= n) ++e;
+  return (uint16_t)(((e + 15) << 10) | ((n - (1 << e)) << (10 - e)));
+}
+
+/* float16 travels as uint16_t bits: rank r contributes r + 1 (and 2 (r + 1)). */
+static void test_float16(void) {
+  uint16_t in[2], out[2], expected[2];
+  const int sum = size * (size + 1) / 2;
+  in[0] = half_of(rank + 1);
+  in[1] = half_of(2 * (rank + 1));
+  expected[0] = half_of(sum);
+  expected[1] = half_of(2 * sum);
+  COLLECTIVE(allreduce, ctx, in, out, 2, GLOO_LITE_FLOAT16, GLOO_LITE_SUM, NULL);
+  CHECK(out[0] == expected[0] && out[1] == expected[1]);
+}
+
 static void test_data_movement(void) {
   int32_t in[P_MAX * P_MAX * 4], out[P_MAX * P_MAX * 4], expected[P_MAX * P_MAX * 4];
   size_t counts[P_MAX], send_counts[P_MAX], recv_counts[P_MAX];
@@ -279,6 +301,31 @@ static void test_point_to_point(void) {
   }
 }
 
+/* gloo_lite_work_wait with a timeout on a receive whose message comes 300 ms later: still
+ * running (GLOO_LITE_IN_PROGRESS, not an error) or, where the receive ran at once (the
+ * provisional synchronous work), finished; either way it finishes well. */
+static void test_wait_timeout(void) {
+  int32_t value = 0, sent = 4242;
+  if (rank == 0) {
+    gloo_lite_work_t* receiving = NULL;
+    gloo_lite_result_t waited;
+    int done = -1;
+    EXPECT_OK(gloo_lite_irecv(ctx, 1, &value, sizeof(value), 9, 0, &receiving));
+    waited = gloo_lite_work_wait(receiving, 10);
+    CHECK(waited == GLOO_LITE_IN_PROGRESS || waited == GLOO_LITE_SUCCESS);
+    CHECK(gloo_lite_last_error()[0] == '\0');
+    EXPECT_OK(gloo_lite_work_test(receiving, &done));
+    CHECK(done == (waited == GLOO_LITE_SUCCESS ? 1 : done));
+    EXPECT_OK(gloo_lite_work_wait(receiving, GLOO_LITE_WAIT_FOREVER));
+    EXPECT_OK(gloo_lite_work_free(receiving));
+    CHECK(value == sent);
+  } else if (rank == 1) {
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    EXPECT_OK(gloo_lite_send(ctx, 0, &sent, sizeof(sent), 9, 0));
+  }
+}
+
 int run_collectives(void) {
   int split_rank = -1, split_size = -1;
   gloo_lite_context_t* half = NULL;
@@ -294,9 +341,12 @@ int run_collectives(void) {
   }
   for (nonblocking = 0; nonblocking <= 1; ++nonblocking) {
     test_reductions();
+    test_float16();
     test_data_movement();
     test_point_to_point();
   }
+
+  test_wait_timeout();
 
   /* split: even and odd ranks; the sum of ones is the size of each half. */
   EXPECT_OK(gloo_lite_split(ctx, rank % 2, rank, &half));

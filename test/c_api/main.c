@@ -50,8 +50,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "c_api_test: unknown part '%s'\n", argv[1]);
     return 2;
   }
+  /* test_rank is -1 in killed_peer's parent, which reports its ranks' exits itself. */
   if (status != 0 || test_failures != 0) {
-    fprintf(stderr, "c_api_test %s: rank %d: %d check(s) failed\n", argv[1], test_rank,
+    fprintf(stderr, "c_api_test %s: rank %d: failed (%d check(s))\n", argv[1], test_rank,
             test_failures);
     return 1;
   }
