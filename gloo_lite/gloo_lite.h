@@ -7,7 +7,7 @@
  *
  * Conventions.
  *  - Every function returns a gloo_lite_result_t (except the few that return a string) and
- *    never lets an exception or a signal of its own escape. A result other than
+ *    never lets an exception escape. A result other than
  *    GLOO_LITE_SUCCESS comes with a message, gloo_lite_last_error(), that names the function,
  *    the argument or the operation and ranks involved, and what to do.
  *  - Every argument is checked before anything starts: a NULL handle or out-pointer, an

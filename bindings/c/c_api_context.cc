@@ -2,6 +2,7 @@
 // environment or from a store URL, split, abort, destroy.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "bindings/c/c_api_support.h"
 #include "gloo_lite/base/config.h"
@@ -13,7 +14,8 @@
 // The header's version macros must be the project's (CMakeLists.txt passes its version in).
 static_assert(GLOO_LITE_VERSION_MAJOR == GLOO_LITE_PROJECT_VERSION_MAJOR &&
                   GLOO_LITE_VERSION_MINOR == GLOO_LITE_PROJECT_VERSION_MINOR &&
-                  GLOO_LITE_VERSION_PATCH == GLOO_LITE_PROJECT_VERSION_PATCH,
+                  GLOO_LITE_VERSION_PATCH == GLOO_LITE_PROJECT_VERSION_PATCH &&
+                  std::string_view(GLOO_LITE_VERSION_STRING) == GLOO_LITE_PROJECT_VERSION,
               "gloo_lite/gloo_lite.h's GLOO_LITE_VERSION_* differ from project(VERSION) in "
               "CMakeLists.txt: update the header");
 
