@@ -22,7 +22,7 @@ void check_failed(const char* file, int line, const char* what);
 int expect_result(const char* file, int line, const char* call, gloo_lite_result_t expected,
                   gloo_lite_result_t got);
 
-/* The last error contains every one of the NULL-terminated `needles`. */
+/* The last error mentions `needle` and, unless NULL, `also` (printing it when not). */
 int last_error_mentions(const char* needle, const char* also);
 
 /* The parts of the test (one per file). */
