@@ -143,8 +143,12 @@ void Context::cancel_work_in_flight() {
   for (const auto& stream : streams) in_flight += stream->in_flight();
   std::string why = describe() + " was destroyed with " + std::to_string(in_flight) +
                     " operation(s) in flight; they were cancelled";
-  // Peers must learn it, and the running calls must end: failing the context aborts the mesh.
-  if (in_flight > 0) fail(why);
+  // Peers must learn it, and the running calls must end: abort the mesh even when the context
+  // had failed before (a failure relayed from a peer leaves the mesh up).
+  if (in_flight > 0) {
+    fail(why, {}, /*tell_peers=*/false);
+    mesh_->abort(why);
+  }
   auto error = std::make_exception_ptr(ConnectionError(why));
   for (const auto& stream : streams) stream->stop(error);
   point_to_point_->close(*mesh_, error);
@@ -152,12 +156,10 @@ void Context::cancel_work_in_flight() {
 
 detail::Stream& Context::stream(uint16_t tag) {
   std::lock_guard<std::mutex> lock(streams_mutex_);
-  auto& stream = streams_[tag];
-  if (!stream) {
-    if (closing_) throw ConnectionError(describe() + " is being destroyed");
-    stream = std::make_shared<detail::Stream>(*this, tag);
-  }
-  return *stream;
+  auto found = streams_.find(tag);
+  if (found != streams_.end()) return *found->second;
+  if (closing_) throw ConnectionError(describe() + " is being destroyed");
+  return *streams_.emplace(tag, std::make_shared<detail::Stream>(*this, tag)).first->second;
 }
 
 Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
@@ -397,23 +399,33 @@ Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes,
   return Work(work);
 }
 
+// The blocking forms post like the non-blocking ones but wait on the request directly: no Work
+// to allocate and track, since nothing outlives the call.
 void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  isend(peer, data, bytes, tag, timeout).wait();
+  uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
+  auto request = mesh_->send(peer, wire_tag, *memory, 0, bytes);
+  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
 }
 
 void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  irecv_any({peer}, data, bytes, tag, timeout).wait();
+  recv_any({peer}, data, bytes, tag, timeout);
 }
 
 int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                       std::chrono::milliseconds timeout) {
-  Work work = irecv_any(peers, data, bytes, tag, timeout);
-  work.wait();
-  return work.source();
+  uint64_t wire_tag = point_to_point_tag("recv", rank_, peers.empty() ? -1 : peers[0], tag);
+  auto memory = mesh_->register_memory(data, bytes);
+  auto request = mesh_->recv(peers, wire_tag, *memory, 0, bytes);
+  mesh_->wait({request}, deadline_for(timeout, options_.timeout));
+  return request->source();
 }
 
-void Context::abort(const std::string& reason) { fail(reason); }
+void Context::abort(const std::string& reason) {
+  fail(reason, {}, /*tell_peers=*/false);
+  mesh_->abort(reason);  // also when the context had failed before: work in flight must end
+}
 
 }  // namespace gloo_lite

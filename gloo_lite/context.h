@@ -86,7 +86,7 @@ class Context : public std::enable_shared_from_this<Context> {
                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Non-blocking forms: they post the transfer and return; the transport moves the bytes
   // while the caller goes on (gloo_lite/work.h). Point-to-point tags are a space of their own
-  // (0 <= tag < 2^63), disjoint from the collectives' (gloo_lite/tag_space.h).
+  // (0 <= tag < 2^63), disjoint from the collectives' (gloo_lite/transport/tag_space.h).
   Work isend(int peer, const void* data, size_t bytes, uint64_t tag,
              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   Work irecv(int peer, void* data, size_t bytes, uint64_t tag,

@@ -32,11 +32,15 @@ void PointToPointHub::add(const std::shared_ptr<PointToPointWork>& work) {
 }
 
 size_t PointToPointHub::pending() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  size_t count = 0;
-  for (const auto& weak : works_) {
-    if (auto work = weak.lock(); work && !work->WorkState::test()) ++count;
+  std::vector<std::shared_ptr<PointToPointWork>> works;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& weak : works_) {
+      if (auto work = weak.lock()) works.push_back(std::move(work));
+    }
   }
+  size_t count = 0;
+  for (const auto& work : works) count += work->test() ? 0 : 1;  // test() enters the hub
   return count;
 }
 
@@ -114,11 +118,27 @@ bool PointToPointWork::wait_until(const Deadline& until) {
 
 void PointToPointWork::detach(transport::Mesh& mesh, const std::exception_ptr& why) {
   if (!WorkState::test() && request_) {
-    mesh.cancel(request_);
-    finish(why);
+    bool done = false;
+    try {
+      done = request_->test();
+    } catch (...) {
+      finish(std::current_exception());
+    }
+    if (done) {
+      complete();
+    } else {
+      mesh.cancel(request_);
+      finish(why);
+    }
   }
   request_.reset();
   memory_.reset();
+}
+
+PointToPointWork::~PointToPointWork() {
+  if (!request_ || WorkState::test() || !hub_->enter()) return;
+  mesh_->cancel(request_);
+  hub_->leave();
 }
 
 }  // namespace gloo_lite::detail

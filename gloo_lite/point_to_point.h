@@ -31,7 +31,8 @@ class PointToPointHub {
   bool enter();
   void leave();
   void add(const std::shared_ptr<PointToPointWork>& work);
-  // Works not finished yet.
+  // Works not finished yet (each is tested first: a transfer that completed but was never
+  // looked at is not pending).
   size_t pending();
   // No more entries; waits until nobody is inside; cancels every unfinished work with `why`
   // and drops every work's transport request and registration (the mesh goes next).
@@ -67,6 +68,10 @@ class PointToPointWork : public WorkState {
   // Set once, right after posting.
   void set_request(transport::RequestPtr request) { request_ = std::move(request); }
   transport::Memory& memory() { return *memory_; }
+
+  // Dropping an unfinished point-to-point Work cancels the transfer: its buffer's registration
+  // goes with it, so the transport must not touch the buffer (or match the message) any more.
+  ~PointToPointWork() override;
 
   bool test() override;
   bool wait_until(const Deadline& until) override;

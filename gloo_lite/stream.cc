@@ -12,7 +12,7 @@
 
 namespace gloo_lite::detail {
 
-void CollectiveWork::run(const Turn& turn) {
+std::exception_ptr CollectiveWork::run_body(const Turn& turn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     sequence_ = turn.sequence;
@@ -20,16 +20,15 @@ void CollectiveWork::run(const Turn& turn) {
   }
   try {
     body_(turn);
-    finish();
   } catch (...) {
-    finish(std::current_exception());
+    return std::current_exception();
   }
-  body_ = nullptr;
+  return nullptr;
 }
 
 void CollectiveWork::cancel(std::exception_ptr why) {
-  finish(std::move(why));
   body_ = nullptr;
+  finish(std::move(why));
 }
 
 std::string CollectiveWork::describe() const {
@@ -91,8 +90,8 @@ void Stream::check_entry(std::unique_lock<std::mutex>& lock, const char* collect
 }
 
 void Stream::queue_locked(const std::shared_ptr<CollectiveWork>& work) {
+  start_worker_locked();  // first: if no thread can be made, nothing is left queued
   queue_.push_back(work);
-  start_worker_locked();
   changed_.notify_all();
 }
 
@@ -141,10 +140,16 @@ void Stream::start(const std::shared_ptr<CollectiveWork>& work) {
 }
 
 void Stream::worker_loop() {
-  // Signals are for the application's threads (Python's Ctrl-C handling, say), not this one.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  // Asynchronous signals are for the application's threads (Python's Ctrl-C handling, say),
+  // not this one; faults (SIGSEGV, SIGBUS, ...) stay deliverable so crash handlers still see
+  // them.
+  sigset_t asynchronous;
+  sigemptyset(&asynchronous);
+  for (int signal :
+       {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGPIPE, SIGWINCH}) {
+    sigaddset(&asynchronous, signal);
+  }
+  pthread_sigmask(SIG_BLOCK, &asynchronous, nullptr);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && running_ == nullptr); });
@@ -152,8 +157,16 @@ void Stream::worker_loop() {
     if (queue_.empty() || running_ != nullptr) continue;
     std::shared_ptr<CollectiveWork> work = std::move(queue_.front());
     queue_.pop_front();
+    std::exception_ptr outcome;
     run_locked(lock, work->collective(), /*inline_call=*/false,
-               [&work](const Turn& turn) { work->run(turn); });
+               [&](const Turn& turn) { outcome = work->run_body(turn); });
+    // The turn is back: now let go of the call's captures (the last reference to the context
+    // may go with them) and report the outcome.
+    lock.unlock();
+    work->release_body();
+    work->finish(outcome);
+    work.reset();
+    lock.lock();
   }
 }
 
@@ -171,13 +184,14 @@ void Stream::stop(const std::exception_ptr& why) {
     changed_.notify_all();
   }
   for (const auto& work : queued) work->cancel(why);
-  {
+  bool on_worker = worker_.joinable() && worker_.get_id() == std::this_thread::get_id();
+  if (!on_worker) {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return running_ == nullptr; });
   }
   if (worker_.joinable()) {
     // A context destroyed from its own worker (by a callback of the call it runs) cannot join.
-    if (worker_.get_id() == std::this_thread::get_id()) {
+    if (on_worker) {
       worker_.detach();
     } else {
       worker_.join();

@@ -9,10 +9,11 @@
 //  - otherwise (a non-blocking call, or a blocking one behind queued work) the call is queued
 //    and the stream's worker thread runs it; the worker is started on the stream's first
 //    non-blocking call and sleeps while the queue is empty.
-// A blocking call holds the stream until it returns: another thread starting a call on the
-// stream meanwhile is a program error (the calls could be matched in different orders on
-// different ranks); it throws InvalidArgument and fails the context, and the running call does
-// not report success either.
+// A blocking call that runs inline holds the stream until it returns: another thread starting a
+// call on the stream meanwhile is a program error (the calls could be matched in different
+// orders on different ranks); it throws InvalidArgument and fails the context, and the running
+// call does not report success either. (A blocking call queued behind non-blocking work is not
+// watched this way: it is ordered by the queue like any started call.)
 #pragma once
 
 #include <condition_variable>
@@ -54,9 +55,11 @@ class CollectiveWork : public WorkState {
   CollectiveWork(const char* collective, uint16_t tag, const char* algorithm, CallBody body)
       : WorkState(algorithm), collective_(collective), tag_(tag), body_(std::move(body)) {}
   const char* collective() const { return collective_; }
-  // Runs the body (once) and finishes with its outcome; the body is released afterwards, so
-  // that nothing the call captured outlives it.
-  void run(const Turn& turn);
+  // Runs the body (once) and returns its outcome. The worker finishes the work with it only
+  // after the call has given its turn back and the body (with whatever it captured) is gone, so
+  // that a finished Work never has a call of its stream still running.
+  std::exception_ptr run_body(const Turn& turn);
+  void release_body() { body_ = nullptr; }
   // Finishes without running.
   void cancel(std::exception_ptr why);
   std::string describe() const override;
@@ -72,8 +75,9 @@ class CollectiveWork : public WorkState {
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   Stream(Context& context, uint16_t tag) : context_(context), tag_(tag) {}
-  // The worker thread holds the stream too, so that a context destroyed from a callback of
-  // the call its worker runs does not pull the stream from under that worker.
+  // The worker thread holds the stream too, so that a context destroyed on the worker (by the
+  // last reference to it going with a finished call's captures) does not pull the stream from
+  // under that worker.
   ~Stream();
 
   uint16_t tag() const { return tag_; }

@@ -4,7 +4,10 @@
 // context does to work in flight) is described in docs/execution-model.md.
 //
 // The buffers of a started operation belong to it until it has finished: do not read or write
-// them (nor free them) before test() returns true or wait() returns.
+// them (nor free them) before test() returns true or wait() returns. Dropping the last handle
+// of an unfinished collective lets it run on (its stream holds it); dropping that of an
+// unfinished point-to-point transfer cancels the transfer. A point-to-point transfer's
+// deadline is enforced when it is looked at (test() or wait()).
 #pragma once
 
 #include <chrono>
@@ -35,8 +38,8 @@ class Work {
   bool wait(std::chrono::milliseconds timeout) const;
   // The error of a finished, failed operation; null while running and after success.
   std::exception_ptr error() const;
-  // What ran: the algorithm of a collective ("ring", "tree", ...), "p2p" for point-to-point;
-  // empty before a queued collective has started.
+  // What runs: the algorithm of a collective ("ring", "tree", ...; chosen when the call was
+  // started), "p2p" for point-to-point.
   std::string algorithm() const;
   // "allreduce #12 on tag 0", "send to rank 2 (tag 5)", for messages.
   std::string describe() const;

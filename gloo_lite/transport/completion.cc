@@ -28,6 +28,10 @@ bool Op::test() {
   if (status_ == Status::kPending) mesh_->make_progress();
   if (status_ == Status::kPending) return false;
   if (status_ == Status::kDone) return true;
+  if (status_ == Status::kCancelled && !failure_.failed()) {
+    throw ConnectionError("the " + std::string(kind_ == Kind::kSend ? "send" : "receive") + " (" +
+                          tags::describe(tag_) + ") was cancelled");
+  }
   throw_error(failure_.kind, failure_.message);
 }
 

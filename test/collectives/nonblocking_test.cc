@@ -548,6 +548,113 @@ TEST(NonBlocking, DestroyingTheContextWakesAThreadBlockedInWait) {
 // Bytes of the message from `src` to `dst`: every pair its own size.
 size_t pair_bytes(int src, int dst) { return 1000 + 13 * src + 7 * dst; }
 
+// A finished Work has given its stream back: destroying the context right after wait() finds
+// nothing in flight, so the peers see a clean goodbye, not a cancellation.
+TEST(NonBlocking, WaitedWorkLeavesNothingInFlight) {
+  run_rank_threads(2, [](int rank, std::shared_ptr<Context>& context, Store& store) {
+    std::vector<float> data(256, 1.0f);
+    Work last;
+    for (int i = 0; i < 50; ++i) {
+      last = iallreduce(*context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                        ReduceOp::kSum);
+      last.wait();
+    }
+    if (rank == 1) {
+      int value = 0;
+      Work pending = context->irecv(0, &value, sizeof(value), /*tag=*/9, 10s);
+      raise_flag(store, "posted");
+      std::string how = outcome(pending, 20s);
+      EXPECT_NE(how, "") << "a receive nobody sends completed";
+      EXPECT_EQ(how.find("in flight"), std::string::npos)
+          << "rank 0 destroyed its context with work in flight: " << how;
+      return;
+    }
+    ASSERT_TRUE(await_flag(store, "posted", 10s));
+    context.reset();  // right after the last wait()
+    EXPECT_EQ(last.error(), nullptr);
+  });
+}
+
+// A transfer that completed but was never looked at is not in flight: destroying the context
+// leaves its Work successful and the peers undisturbed.
+TEST(NonBlocking, CompletedTransferIsNotCancelled) {
+  run_rank_threads(2, [](int rank, std::shared_ptr<Context>& context, Store& store) {
+    if (rank == 1) {
+      int value = 0;
+      context->recv(0, &value, sizeof(value), /*tag=*/3);
+      EXPECT_EQ(value, 42);
+      Work pending = context->irecv(0, &value, sizeof(value), /*tag=*/9, 10s);
+      raise_flag(store, "received");
+      std::string how = outcome(pending, 20s);
+      EXPECT_NE(how, "") << "a receive nobody sends completed";
+      EXPECT_EQ(how.find("in flight"), std::string::npos)
+          << "rank 0 cancelled a delivered send: " << how;
+      return;
+    }
+    int value = 42;
+    Work sent = context->isend(1, &value, sizeof(value), /*tag=*/3);
+    ASSERT_TRUE(await_flag(store, "received", 10s));
+    context.reset();  // without ever testing `sent`
+    EXPECT_TRUE(sent.test());
+    EXPECT_EQ(sent.error(), nullptr) << outcome(sent);
+  });
+}
+
+// The last reference to a context may live in a call's own captures (a custom reduction holding
+// the context): it then goes on the stream's worker, which must neither wait for itself nor
+// touch the stream afterwards.
+TEST(NonBlocking, ContextDestroyedOnItsOwnWorker) {
+  run_rank_threads(2, [](int, std::shared_ptr<Context>& context, Store&) {
+    std::vector<int32_t> data(64, 3);
+    CollectiveOptions options;
+    options.custom = [keep = context](void* inout, const void* in, size_t count) {
+      auto* a = static_cast<int32_t*>(inout);
+      const auto* b = static_cast<const int32_t*>(in);
+      for (size_t i = 0; i < count; ++i) a[i] += b[i];
+    };
+    Work work = iallreduce(*context, data.data(), data.data(), data.size(), DataType::kInt32,
+                           ReduceOp::kCustom, options);
+    options.custom = nullptr;
+    context.reset();  // the work's copy of the options now holds the only reference
+    EXPECT_EQ(outcome(work, 10s), "");
+    EXPECT_EQ(data[0], 6);
+  });
+}
+
+// Destroying a context that had already failed (a peer left) still ends the waits in flight at
+// once, instead of leaving them to their own deadlines.
+TEST(NonBlocking, DestroyingAFailedContextEndsItsWaits) {
+  run_rank_threads(3, [](int rank, std::shared_ptr<Context>& context, Store& store) {
+    if (rank == 2) {
+      context.reset();  // a clean goodbye: the others' next barrier fails
+      raise_flag(store, "left");
+      return;
+    }
+    ASSERT_TRUE(await_flag(store, "left", 10s));
+    EXPECT_THROW(barrier(*context), ConnectionError);
+    if (rank == 1) return;  // keeps its context until rank 0 is done (run_rank_threads)
+    int value = 0;
+    Work pending = context->irecv(1, &value, sizeof(value), /*tag=*/5, 8s);
+    CollectiveOptions on_tag_4;
+    on_tag_4.tag = 4;
+    Work collective = ibarrier(*context, on_tag_4);
+    std::promise<std::string> woke;
+    std::future<std::string> result = woke.get_future();
+    std::thread waiter([pending, &woke] { woke.set_value(outcome(pending, 20s)); });
+    std::this_thread::sleep_for(50ms);
+    Clock::time_point start = Clock::now();
+    context.reset();
+    EXPECT_LT(ms_since(start), 2000) << "destroying the failed context took that long";
+    ASSERT_EQ(result.wait_for(3s), std::future_status::ready)
+        << "the thread in Work::wait() still sleeps 3 s after the context went";
+    std::string how = result.get();
+    EXPECT_EQ(how.find("TimeoutError"), std::string::npos) << how;
+    EXPECT_NE(how, "");
+    EXPECT_NE(outcome(collective, 3s), "");
+    waiter.join();
+  });
+}
+
 TEST(NonBlocking, IsendIrecvBetweenEveryPair) {
   run_rank_threads(kRanks, [](int rank, std::shared_ptr<Context>& context, Store&) {
     std::vector<std::vector<uint8_t>> sent(kRanks), received(kRanks);
