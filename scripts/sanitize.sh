@@ -10,7 +10,8 @@
 # feature name that gloo_lite/reduction.cc asks __builtin_cpu_supports about.
 # Every binary of the build is instrumented, so ranks that tests fork or exec (gloo_lite_run,
 # gloo_lite_store, the test binaries themselves) run under the same sanitizer. Suppressions live
-# in scripts/sanitizers/, each with its reason. SANITIZE_BUILD_DIR overrides the build directory.
+# in scripts/sanitizers/, each with its reason. SANITIZE_BUILD_DIR overrides the build directory;
+# SANITIZE_TARGETS limits the build to some targets (scripts/test.sh uses it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,7 +46,9 @@ fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="${CC:-gcc}" -DCMAKE_CXX_COMPILER="${CXX:-g++}" "${launcher[@]}" \
   -DGLOO_LITE_SANITIZE="$sanitizers" "${extra[@]}"
-cmake --build "$build_dir" --parallel "$(nproc)"
+# SANITIZE_TARGETS="a b": build only those targets (with the CTEST_ARGS selecting their tests).
+# shellcheck disable=SC2086
+cmake --build "$build_dir" --parallel "$(nproc)" ${SANITIZE_TARGETS:+--target $SANITIZE_TARGETS}
 
 # Inherited by every process the tests start.
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
