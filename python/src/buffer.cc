@@ -27,17 +27,31 @@ bool type_of_format(const char* format, Py_ssize_t size, DataType* type) {
                            format[0] == 'Q' || format[0] == 'N';
   if (is_signed || is_unsigned) {
     switch (size) {
-      case 1: *type = is_signed ? DataType::kInt8 : DataType::kUint8; return true;
-      case 4: *type = is_signed ? DataType::kInt32 : DataType::kUint32; return true;
-      case 8: *type = is_signed ? DataType::kInt64 : DataType::kUint64; return true;
-      default: return false;
+      case 1:
+        *type = is_signed ? DataType::kInt8 : DataType::kUint8;
+        return true;
+      case 4:
+        *type = is_signed ? DataType::kInt32 : DataType::kUint32;
+        return true;
+      case 8:
+        *type = is_signed ? DataType::kInt64 : DataType::kUint64;
+        return true;
+      default:
+        return false;
     }
   }
   switch (format[0]) {
-    case 'e': *type = DataType::kFloat16; return size == 2;
-    case 'f': *type = DataType::kFloat32; return size == 4;
-    case 'd': *type = DataType::kFloat64; return size == 8;
-    default: return false;
+    case 'e':
+      *type = DataType::kFloat16;
+      return size == 2;
+    case 'f':
+      *type = DataType::kFloat32;
+      return size == 4;
+    case 'd':
+      *type = DataType::kFloat64;
+      return size == 8;
+    default:
+      return false;
   }
 }
 
@@ -103,9 +117,10 @@ Buffer Buffer::acquire(nb::handle object, const char* call, const char* argument
     nb::object view = bfloat16_view(object);
     if (view.is_none() || PyObject_GetBuffer(view.ptr(), &buffer.view_, flags) != 0) {
       PyErr_Clear();
-      throw nb::type_error((prefix(call, argument) + "must support the buffer protocol (a numpy "
-                            "array, bytearray, memoryview, ...) of " + kSupported + "; got " +
-                            nb::inst_name(object).c_str())
+      throw nb::type_error((prefix(call, argument) +
+                            "must support the buffer protocol (a numpy "
+                            "array, bytearray, memoryview, ...) of " +
+                            kSupported + "; got " + nb::inst_name(object).c_str())
                                .c_str());
     }
     bfloat16 = true;
@@ -117,14 +132,16 @@ Buffer Buffer::acquire(nb::handle object, const char* call, const char* argument
   } else if (!type_of_format(view.format, view.itemsize, &buffer.type_)) {
     throw nb::type_error((prefix(call, argument) + "has elements of buffer format '" +
                           (view.format ? view.format : "B") + "' (" +
-                          std::to_string(view.itemsize) + " bytes), which gloo_lite cannot "
-                          "reduce or move; supported: " + kSupported)
+                          std::to_string(view.itemsize) +
+                          " bytes), which gloo_lite cannot "
+                          "reduce or move; supported: " +
+                          kSupported)
                              .c_str());
   }
   if (!PyBuffer_IsContiguous(&view, 'C')) {
-    throw nb::value_error((prefix(call, argument) +
-                           "is not C-contiguous; pass numpy.ascontiguousarray(...) of it")
-                              .c_str());
+    throw nb::value_error(
+        (prefix(call, argument) + "is not C-contiguous; pass numpy.ascontiguousarray(...) of it")
+            .c_str());
   }
   if (access == Access::kWrite && view.readonly) {
     throw nb::value_error((prefix(call, argument) +

@@ -104,9 +104,9 @@ InterruptScope::InterruptScope(const std::shared_ptr<Context>& context, const ch
   if (PyThread_get_thread_ident() != main_thread_id) return;
   struct sigaction current;
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
-  const bool python_installed = (current.sa_flags & SA_SIGINFO)
-                                    ? current.sa_sigaction != on_sigint
-                                    : current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN;
+  const bool python_installed = (current.sa_flags & SA_SIGINFO) ? current.sa_sigaction != on_sigint
+                                                                : current.sa_handler != SIG_DFL &&
+                                                                      current.sa_handler != SIG_IGN;
   if (!python_installed) return;
   {
     std::lock_guard<std::mutex> lock(inflight_mutex);

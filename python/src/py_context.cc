@@ -19,8 +19,10 @@ const char* name_of(Collective collective) { return collective_name(collective);
 milliseconds to_ms(const char* call, std::optional<double> seconds) {
   if (!seconds) return milliseconds(0);
   if (!(*seconds > 0)) {
-    throw nb::value_error((std::string(call) + ": timeout must be a positive number of seconds "
-                           "(or None for the context's), got " + std::to_string(*seconds))
+    throw nb::value_error((std::string(call) +
+                           ": timeout must be a positive number of seconds "
+                           "(or None for the context's), got " +
+                           std::to_string(*seconds))
                               .c_str());
   }
   return milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
@@ -55,7 +57,8 @@ std::vector<Py_ssize_t> stacked_shape(const Buffer& b, int size) {
 // array of `shape` when `out` is None.
 Buffer output_operand(const char* call, nb::handle out, DataType like_type, const Buffer* like,
                       size_t count, const std::vector<Py_ssize_t>& shape, const char* why) {
-  if (out.is_none()) return Buffer::acquire(allocate(like_type, shape), call, "out", Access::kWrite);
+  if (out.is_none())
+    return Buffer::acquire(allocate(like_type, shape), call, "out", Access::kWrite);
   Buffer buffer = Buffer::acquire(out, call, "out", Access::kWrite);
   if (like != nullptr) require_same_type(call, *like, buffer);
   require_count(call, buffer, count, why);
@@ -74,7 +77,8 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
   if (nb::isinstance<nb::str>(op)) {
     ReduceOp parsed = parse_op(nb::cast<std::string>(op));
     if (parsed == ReduceOp::kCustom) {
-      throw nb::value_error((std::string(call) + ": op='custom' needs the function itself: pass "
+      throw nb::value_error((std::string(call) +
+                             ": op='custom' needs the function itself: pass "
                              "op=f with f(inout, in) writing its result into inout")
                                 .c_str());
     }
@@ -93,10 +97,10 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
       nb::gil_scoped_acquire gil;
       try {
         const auto bytes = static_cast<Py_ssize_t>(count * item);
-        nb::object a = nb::steal(PyMemoryView_FromMemory(static_cast<char*>(inout), bytes,
-                                                         PyBUF_WRITE));
-        nb::object b = nb::steal(PyMemoryView_FromMemory(
-            static_cast<char*>(const_cast<void*>(in)), bytes, PyBUF_READ));
+        nb::object a =
+            nb::steal(PyMemoryView_FromMemory(static_cast<char*>(inout), bytes, PyBUF_WRITE));
+        nb::object b = nb::steal(
+            PyMemoryView_FromMemory(static_cast<char*>(const_cast<void*>(in)), bytes, PyBUF_READ));
         const nb::handle f(function), view(frombuffer), type(dtype);
         f(view(a, type), view(b, type));
       } catch (nb::python_error& e) {
@@ -105,7 +109,8 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
     };
     return ReduceOp::kCustom;
   }
-  throw nb::type_error((std::string(call) + ": op must be a gloo_lite.ReduceOp, one of 'sum', "
+  throw nb::type_error((std::string(call) +
+                        ": op must be a gloo_lite.ReduceOp, one of 'sum', "
                         "'prod', 'min', 'max', 'avg', or a callable f(inout, in); got " +
                         nb::inst_name(op).c_str())
                            .c_str());
@@ -113,9 +118,8 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
 
 void check_p2p_tag(const char* call, long long tag) {
   if (tag < 0) {
-    throw nb::value_error((std::string(call) + ": tag must be in [0, 2**63), got " +
-                           std::to_string(tag))
-                              .c_str());
+    throw nb::value_error(
+        (std::string(call) + ": tag must be in [0, 2**63), got " + std::to_string(tag)).c_str());
   }
 }
 
@@ -132,16 +136,19 @@ const std::shared_ptr<Context>& PyContext::context(const char* call) const {
 }
 
 std::string PyContext::describe() const {
-  return context_ ? context_->describe() : "closed context (rank " + std::to_string(rank_) +
-                                               " of " + std::to_string(size_) + ")";
+  return context_ ? context_->describe()
+                  : "closed context (rank " + std::to_string(rank_) + " of " +
+                        std::to_string(size_) + ")";
 }
 
 std::string PyContext::flight_record() const { return context("flight_record")->flight_record(); }
 
 CollectiveOptions PyContext::collective_options(const char* call, const CallOptions& o) const {
   if (o.tag < 0 || o.tag > 0xffff) {
-    throw nb::value_error((std::string(call) + ": tag must be in [0, 65535] (a stream of "
-                           "collectives), got " + std::to_string(o.tag))
+    throw nb::value_error((std::string(call) +
+                           ": tag must be in [0, 65535] (a stream of "
+                           "collectives), got " +
+                           std::to_string(o.tag))
                               .c_str());
   }
   CollectiveOptions options;
@@ -176,9 +183,8 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
     CallOptions blocking = o;
     blocking.async_op = false;
     CollectiveOptions options = collective_options(call, blocking);
-    run(call, false, {}, [&](Context& c) {
-      return iallgather(c, &own, all.data(), 1, DataType::kInt64, options);
-    });
+    run(call, false, {},
+        [&](Context& c) { return iallgather(c, &own, all.data(), 1, DataType::kInt64, options); });
     for (int64_t count : all) result.push_back(static_cast<size_t>(count));
     return result;
   }
@@ -211,8 +217,7 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
   return result;
 }
 
-nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle op,
-                                nb::handle out) {
+nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle op, nb::handle out) {
   const char* call = name_of(Collective::kAllreduce);
   Operands operands;
   const bool in_place = out.is_none();
@@ -231,9 +236,8 @@ nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle o
     operands.buffers.push_back(std::move(result));
   }
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return iallreduce(c, in, output, count, type, rop, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallreduce(c, in, output, count, type, rop, options); });
 }
 
 nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::handle op,
@@ -261,9 +265,8 @@ nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::h
     }
   }
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ireduce(c, in, output, count, type, rop, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce(c, in, output, count, type, rop, root, options); });
 }
 
 nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::handle op,
@@ -282,9 +285,8 @@ nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::han
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ireduce_scatter(c, in, output, count, type, rop, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce_scatter(c, in, output, count, type, rop, options); });
 }
 
 nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -305,9 +307,8 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ireduce_scatterv(c, in, output, recv, type, rop, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce_scatterv(c, in, output, recv, type, rop, options); });
 }
 
 nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -324,9 +325,8 @@ nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle o
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return iallgather(c, in, output, count, type, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallgather(c, in, output, count, type, options); });
 }
 
 nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -346,9 +346,8 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return iallgatherv(c, in, output, all, type, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallgatherv(c, in, output, all, type, options); });
 }
 
 nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::handle out) {
@@ -368,9 +367,8 @@ nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::h
   const void* in = input.data();
   const DataType type = input.type();
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return igather(c, in, output, count, type, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return igather(c, in, output, count, type, root, options); });
 }
 
 nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -393,9 +391,8 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   const void* in = input.data();
   const DataType type = input.type();
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return igatherv(c, in, output, all, type, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return igatherv(c, in, output, all, type, root, options); });
 }
 
 nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::handle out) {
@@ -433,9 +430,8 @@ nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::
   operands.result = result.object();
   operands.buffers.push_back(std::move(result));
   if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return iscatter(c, in, output, count, type, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iscatter(c, in, output, count, type, root, options); });
 }
 
 nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -469,9 +465,8 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
   operands.result = result.object();
   operands.buffers.push_back(std::move(result));
   if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return iscatterv(c, in, output, all, type, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iscatterv(c, in, output, all, type, root, options); });
 }
 
 nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
@@ -485,9 +480,8 @@ nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
   const DataType type = data.type();
   operands.result = data.object();
   operands.buffers.push_back(std::move(data));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ibroadcast(c, pointer, count, type, root, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ibroadcast(c, pointer, count, type, root, options); });
 }
 
 nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -504,9 +498,8 @@ nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle ou
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ialltoall(c, in, output, count, type, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ialltoall(c, in, output, count, type, options); });
 }
 
 nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle send_counts,
@@ -527,9 +520,8 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c) {
-    return ialltoallv(c, in, send, output, recv, type, options);
-  });
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ialltoallv(c, in, send, output, recv, type, options); });
 }
 
 nb::object PyContext::barrier(const CallOptions& o) {

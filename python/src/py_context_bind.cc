@@ -32,8 +32,8 @@ template <typename... Args, typename... Extra>
 void def_collective(nb::class_<PyContext>& cls, const char* name,
                     nb::object (PyContext::*method)(const CallOptions&, Args...), const char* doc,
                     const Extra&... extra) {
-  cls.def(name, with_options(method), extra..., nb::kw_only(), "algorithm"_a = "auto",
-          "tag"_a = 0, "timeout"_a = nb::none(), "async_op"_a = false, doc);
+  cls.def(name, with_options(method), extra..., nb::kw_only(), "algorithm"_a = "auto", "tag"_a = 0,
+          "timeout"_a = nb::none(), "async_op"_a = false, doc);
 }
 
 std::chrono::milliseconds context_timeout(std::optional<double> seconds) {
@@ -107,7 +107,8 @@ void bind_context(nb::module_& m) {
   cls.def_prop_ro("rank", &PyContext::rank)
       .def_prop_ro("size", &PyContext::size)
       .def_prop_ro("closed", &PyContext::closed)
-      .def("__repr__", [](const PyContext& c) { return "<gloo_lite.Context " + c.describe() + ">"; })
+      .def("__repr__",
+           [](const PyContext& c) { return "<gloo_lite.Context " + c.describe() + ">"; })
       .def("flight_record", &PyContext::flight_record, "The recent calls, for debugging.")
       .def("split", &PyContext::split, "color"_a, "key"_a = 0,
            "Sub-contexts like MPI_Comm_split: ranks with equal color, ordered by (key, rank). "
@@ -145,8 +146,8 @@ void bind_context(nb::module_& m) {
                  "Reduce a over all ranks; in place, or into out.", "a"_a, "op"_a = "sum",
                  "out"_a = nb::none());
   def_collective(cls, "reduce", &PyContext::reduce,
-                 "Reduce a onto root (in place there, or into out); None on other ranks.",
-                 "a"_a, "root"_a = 0, "op"_a = "sum", "out"_a = nb::none());
+                 "Reduce a onto root (in place there, or into out); None on other ranks.", "a"_a,
+                 "root"_a = 0, "op"_a = "sum", "out"_a = nb::none());
   def_collective(cls, "reduce_scatter", &PyContext::reduce_scatter,
                  "a holds size blocks; rank r gets block r reduced (out, allocated when None).",
                  "a"_a, "op"_a = "sum", "out"_a = nb::none());
@@ -169,10 +170,10 @@ void bind_context(nb::module_& m) {
   def_collective(cls, "scatter", &PyContext::scatter,
                  "root's a holds size blocks; rank r gets block r (out). Elsewhere a is only a "
                  "shape template (or None, with out given).",
-                 "a"_a, "root"_a = 0, "out"_a = nb::none());
+                 "a"_a.none(), "root"_a = 0, "out"_a = nb::none());
   def_collective(cls, "scatterv", &PyContext::scatterv,
-                 "root's a holds sum(counts); rank r gets counts[r] elements.", "a"_a, "counts"_a,
-                 "root"_a = 0, "out"_a = nb::none());
+                 "root's a holds sum(counts); rank r gets counts[r] elements.", "a"_a.none(),
+                 "counts"_a, "root"_a = 0, "out"_a = nb::none());
   def_collective(cls, "broadcast", &PyContext::broadcast, "root's a to every rank's a, in place.",
                  "a"_a, "root"_a = 0);
   def_collective(cls, "alltoall", &PyContext::alltoall,

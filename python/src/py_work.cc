@@ -77,7 +77,8 @@ void bind_work(nb::module_& module) {
       .def_prop_ro("algorithm", &PyWork::algorithm,
                    "What ran: 'ring', 'tree', ... ('p2p' for send/recv); '' before it started.")
       .def_prop_ro("source", &PyWork::source, "The rank a receive matched; -1 otherwise.")
-      .def("__repr__", [](const PyWork& work) { return "<gloo_lite.Work " + work.describe() + ">"; });
+      .def("__repr__",
+           [](const PyWork& work) { return "<gloo_lite.Work " + work.describe() + ">"; });
 }
 
 }  // namespace gloo_lite::python

@@ -1,0 +1,36 @@
+"""The last rank dies by SIGKILL after a barrier; the others are in an allreduce (or a recv)
+and must raise gloo_lite.ConnectionError, also a builtins.ConnectionError, long before their
+timeout."""
+
+import builtins
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import gloo_lite
+from common import context
+
+TIMEOUT = 30.0
+ctx = context(timeout=TIMEOUT)
+R, P = ctx.rank, ctx.size
+call = sys.argv[1]
+ctx.barrier()
+if R == P - 1:
+    time.sleep(0.3)  # the others are inside their call by now
+    os.kill(os.getpid(), signal.SIGKILL)
+start = time.monotonic()
+try:
+    if call == "allreduce":
+        ctx.allreduce(np.ones(1 << 16, np.float32))
+    else:
+        ctx.recv(np.empty(4, np.int32), P - 1)
+except gloo_lite.ConnectionError as e:
+    elapsed = time.monotonic() - start
+    assert isinstance(e, builtins.ConnectionError) and isinstance(e, gloo_lite.Error)
+    print(f"ConnectionError after {elapsed:.2f} s: {e}", flush=True)
+    sys.exit(0)
+print("no error", flush=True)
+sys.exit(1)
