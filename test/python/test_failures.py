@@ -11,11 +11,15 @@ import pytest
 from conftest import worker
 
 
-@pytest.mark.parametrize("call", ["allreduce", "recv"])
-def test_killed_rank_raises_connection_error_on_the_others(spawn, call):
-    ranks = spawn(worker("killed_peer.py"), 4, args=[call])
+@pytest.mark.parametrize("call,death", [("allreduce", "kill"), ("recv", "kill"),
+                                        ("allreduce", "bad_argument")])
+def test_a_dead_rank_raises_connection_error_on_the_others(spawn, call, death):
+    ranks = spawn(worker("killed_peer.py"), 4, args=[call, death])
     results = ranks.finish(timeout=60)
-    assert results[3][0] == -signal.SIGKILL, results[3]
+    if death == "kill":
+        assert results[3][0] == -signal.SIGKILL, results[3]
+    else:
+        assert results[3][0] == 1 and "TypeError" in results[3][1], results[3]
     for rank, (code, out) in enumerate(results[:3]):
         assert code == 0, f"rank {rank} exited {code}:\n{out}"
         seconds = float(re.search(r"ConnectionError after ([0-9.]+) s", out).group(1))

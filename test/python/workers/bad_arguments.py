@@ -39,6 +39,7 @@ cases = [
     (ValueError, ["tag"], lambda: ctx.send(good, (R + 1) % P, tag=-1)),
     (ValueError, ["timeout"], lambda: ctx.allreduce(good, timeout=-1.0)),
     (ValueError, ["root"], lambda: ctx.broadcast(good, root=P + 3)),
+    (gloo_lite.InvalidArgument, ["nonsense"], lambda: ctx.allreduce(good, algorithm="nonsense")),
 ]
 
 
@@ -67,5 +68,6 @@ assert issubclass(gloo_lite.InvalidArgument, ValueError)
 a = np.full(8, R, np.float32)
 ctx.allreduce(a)
 assert (a == P * (P - 1) / 2).all(), a
+
 print(f"rank {R}: {len(cases)} bad calls raised in {elapsed:.3f} s; context still works",
       flush=True)

@@ -1,4 +1,5 @@
-"""The last rank dies by SIGKILL after a barrier; the others are in an allreduce (or a recv)
+"""The last rank dies after a barrier, by SIGKILL ("kill") or by the TypeError of a bad
+argument only it passed ("bad_argument", uncaught); the others are in an allreduce (or a recv)
 and must raise gloo_lite.ConnectionError, also a builtins.ConnectionError, long before their
 timeout."""
 
@@ -16,11 +17,13 @@ from common import context
 TIMEOUT = 30.0
 ctx = context(timeout=TIMEOUT)
 R, P = ctx.rank, ctx.size
-call = sys.argv[1]
+call, death = sys.argv[1], sys.argv[2]
 ctx.barrier()
 if R == P - 1:
     time.sleep(0.3)  # the others are inside their call by now
-    os.kill(os.getpid(), signal.SIGKILL)
+    if death == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    ctx.allreduce(np.ones(1 << 16, np.int16))  # TypeError, raised before any traffic
 start = time.monotonic()
 try:
     if call == "allreduce":
