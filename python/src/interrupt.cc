@@ -104,26 +104,32 @@ InterruptScope::InterruptScope(const std::shared_ptr<Context>& context, const ch
   if (PyThread_get_thread_ident() != main_thread_id) return;
   struct sigaction current;
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
-  const bool python_installed = (current.sa_flags & SA_SIGINFO) ? current.sa_sigaction != on_sigint
-                                                                : current.sa_handler != SIG_DFL &&
-                                                                      current.sa_handler != SIG_IGN;
-  if (!python_installed) return;
+  const bool ours = (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigint;
+  if (!ours) {
+    // Python's handler (or the user's, through signal.signal) is in place: put ours in front
+    // of it, once; it stays (disarmed between calls it only forwards) until Python installs
+    // another, which the query above notices. SIG_DFL and SIG_IGN are left alone.
+    if (!(current.sa_flags & SA_SIGINFO) &&
+        (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
+      return;
+    }
+    python_handler = current;
+    struct sigaction chained = current;
+    chained.sa_flags |= SA_SIGINFO;
+    chained.sa_sigaction = on_sigint;
+    if (sigaction(SIGINT, &chained, nullptr) != 0) return;
+  }
   {
     std::lock_guard<std::mutex> lock(inflight_mutex);
     inflight_context = context;
     inflight_what = what;
   }
-  python_handler = current;
-  struct sigaction ours = current;
-  ours.sa_flags |= SA_SIGINFO;
-  ours.sa_sigaction = on_sigint;
   armed.store(true);
-  installed_ = sigaction(SIGINT, &ours, nullptr) == 0;
+  installed_ = true;
 }
 
 InterruptScope::~InterruptScope() {
   if (!installed_) return;
-  sigaction(SIGINT, &python_handler, nullptr);
   armed.store(false);
   std::lock_guard<std::mutex> lock(inflight_mutex);
   inflight_context.reset();

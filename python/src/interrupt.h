@@ -29,9 +29,10 @@ namespace nb = nanobind;
 // Call once at import, on the main thread.
 void init_interrupts();
 
-// While alive (on the main thread, when Python's SIGINT handler is installed), SIGINT fails
-// `context`, naming `what`. Installs its handler on construction and restores Python's on
-// destruction: costs three sigaction calls.
+// While alive (on the main thread, when a Python-level SIGINT handler is installed), SIGINT
+// fails `context`, naming `what`. The first scope chains a handler in front of Python's, which
+// then stays; each scope costs one sigaction query (to notice a handler Python installed
+// since) and arms it.
 class InterruptScope {
  public:
   InterruptScope(const std::shared_ptr<Context>& context, const char* what);
