@@ -2,6 +2,8 @@
 recv_any, isend/irecv, split."""
 
 import gc
+import threading
+import time
 
 import numpy as np
 
@@ -64,6 +66,29 @@ if R == 0:
     assert sources == set(range(1, P)), sources
 else:
     ctx.send(np.array([R * 100], np.int64), 0, tag=11)
+checks += 1
+
+# The GIL is released while a call blocks: a pure-Python thread (it needs the GIL for every
+# step) keeps counting on rank 0 during a recv that waits 0.5 s for rank 1's message.
+if R == 0:
+    ticks, stop = [0], []
+
+    def count():
+        while not stop:
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    time.sleep(0.05)
+    before = ticks[0]
+    ctx.recv(np.empty(1, np.int32), 1, tag=12)
+    during = ticks[0] - before
+    stop.append(True)
+    counter.join()
+    assert during > 1000, f"the counting thread advanced {during} steps during the recv"
+elif R == 1:
+    time.sleep(0.5)
+    ctx.send(np.ones(1, np.int32), 0, tag=12)
 checks += 1
 
 # split: even and odd ranks.
