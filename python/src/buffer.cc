@@ -150,8 +150,11 @@ Buffer Buffer::acquire(nb::handle object, const char* call, const char* argument
                               .c_str());
   }
   buffer.count_ = static_cast<size_t>(view.len / view.itemsize);
-  buffer.shape_.assign(view.shape, view.shape + view.ndim);
-  if (view.shape == nullptr) buffer.shape_ = {static_cast<Py_ssize_t>(buffer.count_)};
+  if (view.shape != nullptr) {
+    buffer.shape_.assign(view.shape, view.shape + view.ndim);
+  } else if (view.ndim != 0) {
+    buffer.shape_ = {static_cast<Py_ssize_t>(buffer.count_)};  // a flat exporter
+  }
   return buffer;
 }
 
