@@ -24,6 +24,7 @@ def test_a_dead_rank_raises_connection_error_on_the_others(spawn, call, death):
         assert code == 0, f"rank {rank} exited {code}:\n{out}"
         seconds = float(re.search(r"ConnectionError after ([0-9.]+) s", out).group(1))
         assert seconds < 10, f"rank {rank} took {seconds} s (timeout 30 s):\n{out}"
+        print(f"{call}, {death}: rank {rank} raised ConnectionError after {seconds:.2f} s")
 
 
 @pytest.mark.parametrize("mode", ["recv", "allreduce", "work_wait"])
@@ -35,6 +36,7 @@ def test_sigint_interrupts_a_blocking_call_within_a_second(spawn, mode):
     os.kill(ranks.processes[0].pid, signal.SIGINT)
     line = ranks.read_until(0, "KeyboardInterrupt at", timeout=10)
     delay = float(line.split()[-1]) - sent
+    print(f"{mode}: KeyboardInterrupt {delay * 1000:.0f} ms after SIGINT")
     assert delay < 1.0, f"interrupted {delay:.2f} s after SIGINT"
     later = ranks.read_until(0, "later call:", timeout=10)
     assert "interrupted by SIGINT (Ctrl-C)" in later, later
