@@ -69,7 +69,7 @@ nb::object python_exception(const std::exception_ptr& error) {
   if (!error) return nb::none();
   std::string message;
   nb::handle type = class_of(error, &message);
-  return type(message);
+  return type(nb::str(message.c_str(), message.size()));
 }
 
 }  // namespace gloo_lite::python

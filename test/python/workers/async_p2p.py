@@ -112,4 +112,19 @@ except ValueError as e:
 else:
     raise AssertionError("a closed context accepted a call")
 checks += 1
+# A failed non-blocking call: its Work raises the error on wait and hands it out. (A fresh
+# context: a timed-out receive may end the one it ran on.)
+ctx = context()
+work = ctx.irecv(np.empty(1), (R + 1) % P, tag=99, timeout=0.3)
+try:
+    work.wait()
+except gloo_lite.TimeoutError:
+    pass
+else:
+    raise AssertionError("a receive nobody answers did not time out")
+assert work.test()
+assert isinstance(work.exception(), gloo_lite.TimeoutError)
+assert isinstance(work.exception(), TimeoutError)
+ctx.close()
+checks += 1
 print(f"rank {R}: {checks} checks passed", flush=True)
