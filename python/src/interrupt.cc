@@ -95,7 +95,9 @@ std::string interruption_reason(const char* what) {
 }  // namespace
 
 void init_interrupts() {
-  main_thread_id = PyThread_get_thread_ident();
+  // Python runs signal handlers on its main thread only (which need not be the importing one).
+  nb::object main_thread = nb::module_::import_("threading").attr("main_thread")();
+  main_thread_id = nb::cast<unsigned long>(main_thread.attr("ident"));
   sem_init(&wake, 0, 0);
   std::thread(watch).detach();
 }

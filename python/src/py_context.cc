@@ -55,12 +55,13 @@ std::vector<Py_ssize_t> stacked_shape(const Buffer& b, int size) {
 
 // The output operand: `out`, checked against `like`'s type and `count` elements, or a new
 // array of `shape` when `out` is None.
-Buffer output_operand(const char* call, nb::handle out, DataType like_type, const Buffer* like,
-                      size_t count, const std::vector<Py_ssize_t>& shape, const char* why) {
-  if (out.is_none())
-    return Buffer::acquire(allocate(like_type, shape), call, "out", Access::kWrite);
+Buffer output_operand(const char* call, nb::handle out, const Buffer& like, size_t count,
+                      const std::vector<Py_ssize_t>& shape, const char* why) {
+  if (out.is_none()) {
+    return Buffer::acquire(allocate(like.type(), shape), call, "out", Access::kWrite);
+  }
   Buffer buffer = Buffer::acquire(out, call, "out", Access::kWrite);
-  if (like != nullptr) require_same_type(call, *like, buffer);
+  require_same_type(call, like, buffer);
   require_count(call, buffer, count, why);
   return buffer;
 }
@@ -230,7 +231,7 @@ nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle o
   const DataType type = input.type();
   operands.result = input.object();
   if (!in_place) {
-    Buffer result = output_operand(call, out, type, &input, count, {}, "a.size");
+    Buffer result = output_operand(call, out, input, count, {}, "a.size");
     output = result.data();
     operands.result = result.object();
     operands.buffers.push_back(std::move(result));
@@ -258,7 +259,7 @@ nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::h
     output = input.data();
     operands.result = input.object();
     if (!in_place) {
-      Buffer result = output_operand(call, out, type, &input, count, {}, "a.size");
+      Buffer result = output_operand(call, out, input, count, {}, "a.size");
       output = result.data();
       operands.result = result.object();
       operands.buffers.push_back(std::move(result));
@@ -277,8 +278,8 @@ nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::han
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
   const size_t count = block_count(call, input, size_);
-  Buffer result = output_operand(call, out, input.type(), &input, count,
-                                 block_shape(input, size_, count), "a.size / size");
+  Buffer result =
+      output_operand(call, out, input, count, block_shape(input, size_, count), "a.size / size");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
@@ -299,8 +300,8 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   const std::vector<size_t> recv = counts_of(call, "counts", counts, std::nullopt, o);
   require_count(call, input, sum(recv), "sum(counts)");
   const size_t mine = recv[static_cast<size_t>(rank_)];
-  Buffer result = output_operand(call, out, input.type(), &input, mine,
-                                 {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
+  Buffer result =
+      output_operand(call, out, input, mine, {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
@@ -317,8 +318,8 @@ nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle o
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const size_t count = input.count();
-  Buffer result = output_operand(call, out, input.type(), &input, count * size_,
-                                 stacked_shape(input, size_), "size * a.size");
+  Buffer result =
+      output_operand(call, out, input, count * size_, stacked_shape(input, size_), "size * a.size");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
@@ -338,8 +339,8 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
   require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
   const size_t total = sum(all);
-  Buffer result = output_operand(call, out, input.type(), &input, total,
-                                 {static_cast<Py_ssize_t>(total)}, "sum(counts)");
+  Buffer result =
+      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
@@ -358,8 +359,8 @@ nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::h
   const size_t count = input.count();
   void* output = nullptr;  // the root's only
   if (rank_ == root) {
-    Buffer result = output_operand(call, out, input.type(), &input, count * size_,
-                                   stacked_shape(input, size_), "size * a.size");
+    Buffer result = output_operand(call, out, input, count * size_, stacked_shape(input, size_),
+                                   "size * a.size");
     output = result.data();
     operands.result = result.object();
     operands.buffers.push_back(std::move(result));
@@ -382,8 +383,8 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   void* output = nullptr;
   if (rank_ == root) {
     const size_t total = sum(all);
-    Buffer result = output_operand(call, out, input.type(), &input, total,
-                                   {static_cast<Py_ssize_t>(total)}, "sum(counts)");
+    Buffer result =
+        output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
     output = result.data();
     operands.result = result.object();
     operands.buffers.push_back(std::move(result));
@@ -419,9 +420,8 @@ nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::
         (std::string(call) + ": out is required on ranks other than the root when a is None")
             .c_str());
   }
-  Buffer result = have_input
-                      ? output_operand(call, out, type, &input, count, shape, "a.size / size")
-                      : Buffer::acquire(out, call, "out", Access::kWrite);
+  Buffer result = have_input ? output_operand(call, out, input, count, shape, "a.size / size")
+                             : Buffer::acquire(out, call, "out", Access::kWrite);
   if (!have_input) {
     count = result.count();
     type = result.type();
@@ -456,7 +456,7 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
         (std::string(call) + ": out is required on ranks other than the root when a is None")
             .c_str());
   }
-  Buffer result = have_input ? output_operand(call, out, input.type(), &input, mine,
+  Buffer result = have_input ? output_operand(call, out, input, mine,
                                               {static_cast<Py_ssize_t>(mine)}, "counts[rank]")
                              : Buffer::acquire(out, call, "out", Access::kWrite);
   if (!have_input) require_count(call, result, mine, "counts[rank]");
@@ -490,8 +490,7 @@ nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle ou
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const size_t count = block_count(call, input, size_);
-  Buffer result =
-      output_operand(call, out, input.type(), &input, input.count(), input.shape(), "a.size");
+  Buffer result = output_operand(call, out, input, input.count(), input.shape(), "a.size");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
@@ -512,8 +511,8 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, std::nullopt, o);
   require_count(call, input, sum(send), "sum(send_counts)");
   const size_t total = sum(recv);
-  Buffer result = output_operand(call, out, input.type(), &input, total,
-                                 {static_cast<Py_ssize_t>(total)}, "sum(recv_counts)");
+  Buffer result =
+      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(recv_counts)");
   const void* in = input.data();
   void* output = result.data();
   const DataType type = input.type();
