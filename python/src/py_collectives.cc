@@ -1,0 +1,417 @@
+// The collectives of gloo_lite.Context (see py_context.h). Each one: acquire and check every
+// operand (nothing is sent before this passes), then start the C++ non-blocking form.
+#include <nanobind/stl/string.h>
+
+#include <numeric>
+
+#include "gloo_lite/collective_info.h"
+#include "py_context.h"
+
+namespace gloo_lite::python {
+namespace {
+
+const char* name_of(Collective collective) { return collective_name(collective); }
+
+// ValueError for a count that `b` cannot be split by: "a has 10 elements, not a multiple of 4".
+size_t block_count(const char* call, const Buffer& b, int size) {
+  if (b.count() % static_cast<size_t>(size) != 0) {
+    throw nb::value_error((std::string(call) + ": " + b.argument() + " has " +
+                           std::to_string(b.count()) + " elements, not a multiple of the " +
+                           std::to_string(size) + " ranks (it holds one block per rank)")
+                              .c_str());
+  }
+  return b.count() / static_cast<size_t>(size);
+}
+
+// The shape of one of `b`'s per-rank blocks: b.shape[1:] when b is (size, ...), else 1-D.
+std::vector<Py_ssize_t> block_shape(const Buffer& b, int size, size_t count) {
+  const auto& shape = b.shape();
+  if (shape.size() >= 2 && shape[0] == size) return {shape.begin() + 1, shape.end()};
+  return {static_cast<Py_ssize_t>(count)};
+}
+
+// (size, *b.shape): one block per rank.
+std::vector<Py_ssize_t> stacked_shape(const Buffer& b, int size) {
+  std::vector<Py_ssize_t> shape{size};
+  shape.insert(shape.end(), b.shape().begin(), b.shape().end());
+  return shape;
+}
+
+// The output operand: `out`, checked against `like`'s type and `count` elements, or a new
+// array of `shape` when `out` is None.
+Buffer output_operand(const char* call, nb::handle out, const Buffer& like, size_t count,
+                      const std::vector<Py_ssize_t>& shape, const char* why) {
+  if (out.is_none()) {
+    return Buffer::acquire(allocate(like.type(), shape), call, "out", Access::kWrite);
+  }
+  Buffer buffer = Buffer::acquire(out, call, "out", Access::kWrite);
+  require_same_type(call, like, buffer);
+  require_count(call, buffer, count, why);
+  return buffer;
+}
+
+size_t sum(const std::vector<size_t>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), size_t{0});
+}
+
+// The ReduceOp for `op`: a gloo_lite.ReduceOp, its name ("sum", "max", ...) or a callable
+// f(inout, in) that combines two numpy arrays into `inout` (the custom op).
+ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOptions* options,
+                   Operands* operands) {
+  if (nb::isinstance<ReduceOp>(op)) return nb::cast<ReduceOp>(op);
+  if (nb::isinstance<nb::str>(op)) {
+    ReduceOp parsed = parse_op(nb::cast<std::string>(op));
+    if (parsed == ReduceOp::kCustom) {
+      throw nb::value_error((std::string(call) +
+                             ": op='custom' needs the function itself: pass "
+                             "op=f with f(inout, in) writing its result into inout")
+                                .c_str());
+    }
+    return parsed;
+  }
+  if (PyCallable_Check(op.ptr())) {
+    nb::object dtype = numpy_dtype(type);
+    nb::object frombuffer = nb::module_::import_("numpy").attr("frombuffer");
+    operands->objects.push_back(nb::borrow(op));
+    operands->objects.push_back(dtype);
+    operands->objects.push_back(frombuffer);
+    // Raw pointers: the std::function may be copied by C++ without the GIL; the objects stay
+    // alive in `operands` for as long as the call runs.
+    options->custom = [function = op.ptr(), dtype = dtype.ptr(), frombuffer = frombuffer.ptr(),
+                       item = element_size(type)](void* inout, const void* in, size_t count) {
+      nb::gil_scoped_acquire gil;
+      try {
+        const auto bytes = static_cast<Py_ssize_t>(count * item);
+        nb::object a =
+            nb::steal(PyMemoryView_FromMemory(static_cast<char*>(inout), bytes, PyBUF_WRITE));
+        nb::object b = nb::steal(
+            PyMemoryView_FromMemory(static_cast<char*>(const_cast<void*>(in)), bytes, PyBUF_READ));
+        const nb::handle f(function), view(frombuffer), type(dtype);
+        f(view(a, type), view(b, type));
+      } catch (nb::python_error& e) {
+        throw gloo_lite::Error(std::string("the custom reduction raised ") + e.what());
+      }
+    };
+    return ReduceOp::kCustom;
+  }
+  throw nb::type_error((std::string(call) +
+                        ": op must be a gloo_lite.ReduceOp, one of 'sum', "
+                        "'prod', 'min', 'max', 'avg', or a callable f(inout, in); got " +
+                        nb::inst_name(op).c_str())
+                           .c_str());
+}
+
+}  // namespace
+
+nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle op, nb::handle out) {
+  const char* call = name_of(Collective::kAllreduce);
+  Operands operands;
+  const bool in_place = out.is_none();
+  Buffer input = Buffer::acquire(a, call, "a", in_place ? Access::kWrite : Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
+  void* output = input.data();
+  const void* in = input.data();
+  const size_t count = input.count();
+  const DataType type = input.type();
+  operands.result = input.object();
+  if (!in_place) {
+    Buffer result = output_operand(call, out, input, count, {}, "a.size");
+    output = result.data();
+    operands.result = result.object();
+    operands.buffers.push_back(std::move(result));
+  }
+  operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallreduce(c, in, output, count, type, rop, options); });
+}
+
+nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::handle op,
+                             nb::handle out) {
+  const char* call = name_of(Collective::kReduce);
+  Operands operands;
+  const bool is_root = rank_ == root;
+  const bool in_place = out.is_none();
+  Buffer input =
+      Buffer::acquire(a, call, "a", is_root && in_place ? Access::kWrite : Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
+  const void* in = input.data();
+  const size_t count = input.count();
+  const DataType type = input.type();
+  void* output = nullptr;  // the result lands on the root only
+  if (is_root) {
+    output = input.data();
+    operands.result = input.object();
+    if (!in_place) {
+      Buffer result = output_operand(call, out, input, count, {}, "a.size");
+      output = result.data();
+      operands.result = result.object();
+      operands.buffers.push_back(std::move(result));
+    }
+  }
+  operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce(c, in, output, count, type, rop, root, options); });
+}
+
+nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::handle op,
+                                     nb::handle out) {
+  const char* call = name_of(Collective::kReduceScatter);
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
+  const size_t count = block_count(call, input, size_);
+  Buffer result =
+      output_operand(call, out, input, count, block_shape(input, size_, count), "a.size / size");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce_scatter(c, in, output, count, type, rop, options); });
+}
+
+nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::handle counts,
+                                      nb::handle op, nb::handle out) {
+  const char* call = "reduce_scatterv";
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
+  const std::vector<size_t> recv = counts_of(call, "counts", counts, std::nullopt, o);
+  require_count(call, input, sum(recv), "sum(counts)");
+  const size_t mine = recv[static_cast<size_t>(rank_)];
+  Buffer result =
+      output_operand(call, out, input, mine, {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ireduce_scatterv(c, in, output, recv, type, rop, options); });
+}
+
+nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle out) {
+  const char* call = name_of(Collective::kAllgather);
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const size_t count = input.count();
+  Buffer result =
+      output_operand(call, out, input, count * size_, stacked_shape(input, size_), "size * a.size");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallgather(c, in, output, count, type, options); });
+}
+
+nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle counts,
+                                 nb::handle out) {
+  const char* call = "allgatherv";
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
+  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
+  const size_t total = sum(all);
+  Buffer result =
+      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iallgatherv(c, in, output, all, type, options); });
+}
+
+nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::handle out) {
+  const char* call = name_of(Collective::kGather);
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const size_t count = input.count();
+  void* output = nullptr;  // the root's only
+  if (rank_ == root) {
+    Buffer result = output_operand(call, out, input, count * size_, stacked_shape(input, size_),
+                                   "size * a.size");
+    output = result.data();
+    operands.result = result.object();
+    operands.buffers.push_back(std::move(result));
+  }
+  const void* in = input.data();
+  const DataType type = input.type();
+  operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return igather(c, in, output, count, type, root, options); });
+}
+
+nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
+                              nb::handle out) {
+  const char* call = "gatherv";
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
+  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
+  void* output = nullptr;
+  if (rank_ == root) {
+    const size_t total = sum(all);
+    Buffer result =
+        output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
+    output = result.data();
+    operands.result = result.object();
+    operands.buffers.push_back(std::move(result));
+  }
+  const void* in = input.data();
+  const DataType type = input.type();
+  operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return igatherv(c, in, output, all, type, root, options); });
+}
+
+nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::handle out) {
+  const char* call = name_of(Collective::kScatter);
+  Operands operands;
+  CollectiveOptions options = collective_options(call, o);
+  const bool is_root = rank_ == root;
+  // `a` is read on the root only; elsewhere it may be None or an array shaped like the root's
+  // (then `out` may be left out and is allocated from it).
+  Buffer input;
+  const void* in = nullptr;
+  size_t count = 0;
+  DataType type = DataType::kUint8;
+  std::vector<Py_ssize_t> shape;
+  const bool have_input = is_root || !a.is_none();
+  if (have_input) {
+    input = Buffer::acquire(a, call, "a", Access::kRead);
+    count = block_count(call, input, size_);
+    type = input.type();
+    shape = block_shape(input, size_, count);
+    if (is_root) in = input.data();
+  } else if (out.is_none()) {
+    throw nb::value_error(
+        (std::string(call) + ": out is required on ranks other than the root when a is None")
+            .c_str());
+  }
+  Buffer result = have_input ? output_operand(call, out, input, count, shape, "a.size / size")
+                             : Buffer::acquire(out, call, "out", Access::kWrite);
+  if (!have_input) {
+    count = result.count();
+    type = result.type();
+  }
+  void* output = result.data();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(result));
+  if (have_input) operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iscatter(c, in, output, count, type, root, options); });
+}
+
+nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
+                               nb::handle out) {
+  const char* call = "scatterv";
+  Operands operands;
+  CollectiveOptions options = collective_options(call, o);
+  const std::vector<size_t> all = counts_of(call, "counts", counts, std::nullopt, o);
+  const size_t mine = all[static_cast<size_t>(rank_)];
+  const bool is_root = rank_ == root;
+  const bool have_input = is_root || !a.is_none();
+  Buffer input;
+  const void* in = nullptr;
+  if (have_input) {
+    input = Buffer::acquire(a, call, "a", Access::kRead);
+    if (is_root) {
+      require_count(call, input, sum(all), "sum(counts)");
+      in = input.data();
+    }
+  } else if (out.is_none()) {
+    throw nb::value_error(
+        (std::string(call) + ": out is required on ranks other than the root when a is None")
+            .c_str());
+  }
+  Buffer result = have_input ? output_operand(call, out, input, mine,
+                                              {static_cast<Py_ssize_t>(mine)}, "counts[rank]")
+                             : Buffer::acquire(out, call, "out", Access::kWrite);
+  if (!have_input) require_count(call, result, mine, "counts[rank]");
+  void* output = result.data();
+  const DataType type = result.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(result));
+  if (have_input) operands.buffers.push_back(std::move(input));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return iscatterv(c, in, output, all, type, root, options); });
+}
+
+nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
+  const char* call = name_of(Collective::kBroadcast);
+  Operands operands;
+  // The root only reads: a read-only array is fine there.
+  Buffer data = Buffer::acquire(a, call, "a", rank_ == root ? Access::kRead : Access::kWrite);
+  CollectiveOptions options = collective_options(call, o);
+  void* pointer = data.data();
+  const size_t count = data.count();
+  const DataType type = data.type();
+  operands.result = data.object();
+  operands.buffers.push_back(std::move(data));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ibroadcast(c, pointer, count, type, root, options); });
+}
+
+nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle out) {
+  const char* call = name_of(Collective::kAlltoall);
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const size_t count = block_count(call, input, size_);
+  Buffer result = output_operand(call, out, input, input.count(), input.shape(), "a.size");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ialltoall(c, in, output, count, type, options); });
+}
+
+nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle send_counts,
+                                nb::handle recv_counts, nb::handle out) {
+  const char* call = "alltoallv";
+  Operands operands;
+  Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+  CollectiveOptions options = collective_options(call, o);
+  const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, std::nullopt, o);
+  const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, std::nullopt, o);
+  require_count(call, input, sum(send), "sum(send_counts)");
+  const size_t total = sum(recv);
+  Buffer result =
+      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(recv_counts)");
+  const void* in = input.data();
+  void* output = result.data();
+  const DataType type = input.type();
+  operands.result = result.object();
+  operands.buffers.push_back(std::move(input));
+  operands.buffers.push_back(std::move(result));
+  return run(call, o.async_op, std::move(operands),
+             [&](Context& c) { return ialltoallv(c, in, send, output, recv, type, options); });
+}
+
+nb::object PyContext::barrier(const CallOptions& o) {
+  const char* call = name_of(Collective::kBarrier);
+  CollectiveOptions options = collective_options(call, o);
+  return run(call, o.async_op, {}, [&](Context& c) { return ibarrier(c, options); });
+}
+
+}  // namespace gloo_lite::python

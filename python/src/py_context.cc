@@ -1,0 +1,199 @@
+// gloo_lite.Context itself (see py_context.h): its lifetime, how every call is started and
+// waited for, count vectors, point-to-point calls. The collectives are in py_collectives.cc.
+#include "py_context.h"
+
+#include <nanobind/stl/string.h>
+
+#include "interrupt.h"
+
+namespace gloo_lite::python {
+namespace {
+
+using std::chrono::milliseconds;
+
+milliseconds to_ms(const char* call, std::optional<double> seconds) {
+  if (!seconds) return milliseconds(0);
+  if (!(*seconds > 0)) {
+    throw nb::value_error((std::string(call) +
+                           ": timeout must be a positive number of seconds "
+                           "(or None for the context's), got " +
+                           std::to_string(*seconds))
+                              .c_str());
+  }
+  return milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
+}
+
+void check_p2p_tag(const char* call, long long tag) {
+  if (tag < 0) {
+    throw nb::value_error(
+        (std::string(call) + ": tag must be in [0, 2**63), got " + std::to_string(tag)).c_str());
+  }
+}
+
+}  // namespace
+
+PyContext::PyContext(std::shared_ptr<Context> context)
+    : context_(std::move(context)), rank_(context_->rank()), size_(context_->size()) {}
+
+const std::shared_ptr<Context>& PyContext::context(const char* call) const {
+  if (!context_) {
+    throw nb::value_error((std::string(call) + ": the context is closed").c_str());
+  }
+  return context_;
+}
+
+std::string PyContext::describe() const {
+  return context_ ? context_->describe()
+                  : "closed context (rank " + std::to_string(rank_) + " of " +
+                        std::to_string(size_) + ")";
+}
+
+std::string PyContext::flight_record() const { return context("flight_record")->flight_record(); }
+
+CollectiveOptions PyContext::collective_options(const char* call, const CallOptions& o) const {
+  if (o.tag < 0 || o.tag > 0xffff) {
+    throw nb::value_error((std::string(call) +
+                           ": tag must be in [0, 65535] (a stream of "
+                           "collectives), got " +
+                           std::to_string(o.tag))
+                              .c_str());
+  }
+  CollectiveOptions options;
+  options.algorithm = o.algorithm;
+  options.tag = static_cast<uint16_t>(o.tag);
+  options.timeout = to_ms(call, o.timeout);
+  return options;
+}
+
+nb::object PyContext::run(const char* call, bool async_op, Operands operands, const Start& start,
+                          int* source) {
+  const std::shared_ptr<Context>& ctx = context(call);
+  InterruptScope scope(ctx, call);
+  Work work = released([&] { return start(*ctx); });
+  if (async_op) {
+    return nb::cast(new PyWork(ctx, call, std::move(work), std::move(operands)),
+                    nb::rv_policy::take_ownership);
+  }
+  wait_work(ctx, work, call, std::nullopt, &operands.buffers);
+  if (source != nullptr) *source = work.source();
+  return operands.result;
+}
+
+std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb::handle counts,
+                                         std::optional<size_t> mine, const CallOptions& o) {
+  std::vector<size_t> result;
+  if (counts.is_none()) {
+    if (!mine) throw nb::value_error((std::string(call) + ": " + name + " is required").c_str());
+    // Nobody said: ask every rank (one allgather of int64 before the call).
+    std::vector<int64_t> all(static_cast<size_t>(size_));
+    const auto own = static_cast<int64_t>(*mine);
+    CallOptions blocking = o;
+    blocking.async_op = false;
+    CollectiveOptions options = collective_options(call, blocking);
+    run(call, false, {},
+        [&](Context& c) { return iallgather(c, &own, all.data(), 1, DataType::kInt64, options); });
+    for (int64_t count : all) result.push_back(static_cast<size_t>(count));
+    return result;
+  }
+  nb::object sequence = nb::borrow(counts);
+  const Py_ssize_t length = PyObject_Length(sequence.ptr());
+  if (length < 0) {
+    PyErr_Clear();
+    throw nb::type_error((std::string(call) + ": " + name + " must be a sequence of " +
+                          std::to_string(size_) + " element counts")
+                             .c_str());
+  }
+  if (length != size_) {
+    throw nb::value_error((std::string(call) + ": " + name + " has " + std::to_string(length) +
+                           " entries, expected one per rank (" + std::to_string(size_) + ")")
+                              .c_str());
+  }
+  for (nb::handle item : sequence) {
+    nb::object index = nb::steal(PyNumber_Index(item.ptr()));
+    if (!index.is_valid()) {
+      PyErr_Clear();
+      throw nb::type_error((std::string(call) + ": " + name + " must hold integers").c_str());
+    }
+    const long long count = PyLong_AsLongLong(index.ptr());
+    if (count < 0) {
+      PyErr_Clear();
+      throw nb::value_error((std::string(call) + ": " + name + " holds a negative count").c_str());
+    }
+    result.push_back(static_cast<size_t>(count));
+  }
+  return result;
+}
+
+nb::object PyContext::send(nb::handle a, int dst, long long tag, std::optional<double> timeout,
+                           bool async_op) {
+  const char* call = "send";
+  check_p2p_tag(call, tag);
+  Operands operands;
+  Buffer data = Buffer::acquire(a, call, "a", Access::kRead);
+  const milliseconds deadline = to_ms(call, timeout);
+  const void* pointer = data.data();
+  const size_t bytes = data.bytes();
+  operands.buffers.push_back(std::move(data));
+  return run(call, async_op, std::move(operands), [&](Context& c) {
+    return c.isend(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+  });
+}
+
+nb::object PyContext::recv(nb::handle a, int src, long long tag, std::optional<double> timeout,
+                           bool async_op) {
+  const char* call = "recv";
+  check_p2p_tag(call, tag);
+  Operands operands;
+  Buffer data = Buffer::acquire(a, call, "a", Access::kWrite);
+  const milliseconds deadline = to_ms(call, timeout);
+  void* pointer = data.data();
+  const size_t bytes = data.bytes();
+  operands.result = data.object();
+  operands.buffers.push_back(std::move(data));
+  return run(call, async_op, std::move(operands), [&](Context& c) {
+    return c.irecv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+  });
+}
+
+int PyContext::recv_any(nb::handle a, const std::vector<int>& srcs, long long tag,
+                        std::optional<double> timeout) {
+  const char* call = "recv_any";
+  check_p2p_tag(call, tag);
+  Operands operands;
+  Buffer data = Buffer::acquire(a, call, "a", Access::kWrite);
+  const milliseconds deadline = to_ms(call, timeout);
+  void* pointer = data.data();
+  const size_t bytes = data.bytes();
+  operands.buffers.push_back(std::move(data));
+  int source = -1;
+  run(
+      call, false, std::move(operands),
+      [&](Context& c) {
+        return c.irecv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+      },
+      &source);
+  return source;
+}
+
+nb::object PyContext::split(int color, int key) {
+  const std::shared_ptr<Context>& ctx = context("split");
+  InterruptScope scope(ctx, "split");
+  std::shared_ptr<Context> child = released([&] { return ctx->split(color, key); });
+  if (!child) return nb::none();
+  return nb::cast(new PyContext(std::move(child)), nb::rv_policy::take_ownership);
+}
+
+void PyContext::abort(const std::string& reason) {
+  const std::shared_ptr<Context>& ctx = context("abort");
+  released([&] { ctx->fail(reason); });
+}
+
+void PyContext::close() {
+  std::shared_ptr<Context> closing = std::move(context_);
+  context_.reset();
+  // Destroying a context joins its transport's threads: not with the GIL held.
+  nb::gil_scoped_release release;
+  closing.reset();
+}
+
+}  // namespace gloo_lite::python

@@ -1,0 +1,91 @@
+// gloo_lite.Context: one communicator, with every collective and point-to-point call on
+// buffer-protocol objects. Each call checks its arrays (buffer.h), starts the C++ non-blocking
+// form with the GIL released and either returns a Work (async_op=True) or waits for it
+// (interrupt.h) and returns the result array.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/collectives.h"
+#include "gloo_lite/context.h"
+#include "py_work.h"
+
+namespace gloo_lite::python {
+
+namespace nb = nanobind;
+
+// The keyword-only options every collective takes.
+struct CallOptions {
+  std::string algorithm = "auto";
+  long long tag = 0;
+  std::optional<double> timeout;  // seconds; None: the context's
+  bool async_op = false;
+};
+
+class PyContext {
+ public:
+  explicit PyContext(std::shared_ptr<Context> context);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool closed() const { return context_ == nullptr; }
+  std::string describe() const;
+  std::string flight_record() const;
+
+  nb::object allreduce(const CallOptions& o, nb::handle a, nb::handle op, nb::handle out);
+  nb::object reduce(const CallOptions& o, nb::handle a, int root, nb::handle op, nb::handle out);
+  nb::object reduce_scatter(const CallOptions& o, nb::handle a, nb::handle op, nb::handle out);
+  nb::object reduce_scatterv(const CallOptions& o, nb::handle a, nb::handle counts, nb::handle op,
+                             nb::handle out);
+  nb::object allgather(const CallOptions& o, nb::handle a, nb::handle out);
+  nb::object allgatherv(const CallOptions& o, nb::handle a, nb::handle counts, nb::handle out);
+  nb::object gather(const CallOptions& o, nb::handle a, int root, nb::handle out);
+  nb::object gatherv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
+                     nb::handle out);
+  nb::object scatter(const CallOptions& o, nb::handle a, int root, nb::handle out);
+  nb::object scatterv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
+                      nb::handle out);
+  nb::object broadcast(const CallOptions& o, nb::handle a, int root);
+  nb::object alltoall(const CallOptions& o, nb::handle a, nb::handle out);
+  nb::object alltoallv(const CallOptions& o, nb::handle a, nb::handle send_counts,
+                       nb::handle recv_counts, nb::handle out);
+  nb::object barrier(const CallOptions& o);
+
+  // Point-to-point: tag in [0, 2^63), timeout in seconds (None: the context's).
+  nb::object send(nb::handle a, int dst, long long tag, std::optional<double> timeout,
+                  bool async_op);
+  nb::object recv(nb::handle a, int src, long long tag, std::optional<double> timeout,
+                  bool async_op);
+  int recv_any(nb::handle a, const std::vector<int>& srcs, long long tag,
+               std::optional<double> timeout);
+
+  nb::object split(int color, int key);
+  void abort(const std::string& reason);
+  void close();
+
+ private:
+  using Start = std::function<Work(Context&)>;
+  const std::shared_ptr<Context>& context(const char* call) const;
+  // Starts the call and, unless async_op, waits for it; returns the result or a Work.
+  nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
+                 int* source = nullptr);
+  CollectiveOptions collective_options(const char* call, const CallOptions& o) const;
+  // Per-rank element counts: from `counts` (length size), or exchanged with an allgather when
+  // it is None and `mine` is given.
+  std::vector<size_t> counts_of(const char* call, const char* name, nb::handle counts,
+                                std::optional<size_t> mine, const CallOptions& o);
+
+  std::shared_ptr<Context> context_;
+  int rank_;
+  int size_;
+};
+
+void bind_context(nb::module_& module);
+
+}  // namespace gloo_lite::python

@@ -1,0 +1,46 @@
+"""A killed rank and Ctrl-C, with ranks spawned around a file store (so the test can signal one
+process and watch the others)."""
+
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import worker
+
+
+@pytest.mark.parametrize("call,death", [("allreduce", "kill"), ("recv", "kill"),
+                                        ("allreduce", "bad_argument")])
+def test_a_dead_rank_raises_connection_error_on_the_others(spawn, call, death):
+    ranks = spawn(worker("killed_peer.py"), 4, args=[call, death])
+    results = ranks.finish(timeout=60)
+    if death == "kill":
+        assert results[3][0] == -signal.SIGKILL, results[3]
+    else:
+        assert results[3][0] == 1 and "TypeError" in results[3][1], results[3]
+    for rank, (code, out) in enumerate(results[:3]):
+        assert code == 0, f"rank {rank} exited {code}:\n{out}"
+        seconds = float(re.search(r"ConnectionError after ([0-9.]+) s", out).group(1))
+        assert seconds < 10, f"rank {rank} took {seconds} s (timeout 30 s):\n{out}"
+        print(f"{call}, {death}: rank {rank} raised ConnectionError after {seconds:.2f} s")
+
+
+@pytest.mark.parametrize("mode", ["recv", "allreduce", "work_wait"])
+def test_sigint_interrupts_a_blocking_call_within_a_second(spawn, mode):
+    ranks = spawn(worker("interrupted.py"), 2, args=[mode])
+    ranks.read_until(0, "blocking", timeout=60)
+    time.sleep(0.5)  # inside the call
+    sent = time.time()
+    os.kill(ranks.processes[0].pid, signal.SIGINT)
+    line = ranks.read_until(0, "KeyboardInterrupt at", timeout=10)
+    delay = float(line.split()[-1]) - sent
+    print(f"{mode}: KeyboardInterrupt {delay * 1000:.0f} ms after SIGINT")
+    assert delay < 1.0, f"interrupted {delay:.2f} s after SIGINT"
+    later = ranks.read_until(0, "later call:", timeout=10)
+    assert "interrupted by SIGINT (Ctrl-C)" in later, later
+    results = ranks.finish(timeout=30)
+    assert results[0][0] == 0, results[0]
+    assert results[1][0] == 0, results[1]
+    assert "peer: ConnectionError" in results[1][1] and "SIGINT" in results[1][1], results[1][1]

@@ -1,0 +1,73 @@
+"""Every rank makes the same bad calls: each raises ValueError or TypeError naming the argument
+before any traffic, so nobody waits for anybody, and the context still works afterwards."""
+
+import time
+
+import numpy as np
+
+import gloo_lite
+from common import context
+
+ctx = context(timeout=20)
+R, P = ctx.rank, ctx.size
+good = np.ones(8, np.float32)
+cases = [
+    # (exception, words the message must contain, call)
+    (TypeError, ["a", "format 'h'"], lambda: ctx.allreduce(np.ones(4, np.int16))),
+    (TypeError, ["buffer protocol"], lambda: ctx.allreduce("not an array")),
+    (TypeError, ["buffer protocol"], lambda: ctx.allgather([1, 2, 3])),
+    (ValueError, ["a", "C-contiguous"], lambda: ctx.allreduce(np.ones((4, 4), np.float32)[:, 1])),
+    (ValueError, ["a", "read-only"], lambda: ctx.allreduce(_readonly())),
+    # Every rank is a non-root here (they all raise, so the roots need not agree).
+    (ValueError, ["a", "read-only"], lambda: ctx.broadcast(_readonly(), root=(R + 1) % P)),
+    (ValueError, ["a", "read-only"], lambda: ctx.recv(_readonly(), (R + 1) % P)),
+    (ValueError, ["a", "read-only"], lambda: ctx.allreduce(b"immutable")),
+    (TypeError, ["out", "float64", "float32"],
+     lambda: ctx.allreduce(good, out=np.empty(8, np.float64))),
+    (ValueError, ["out", "7 elements", "expected 8"],
+     lambda: ctx.allreduce(good, out=np.empty(7, np.float32))),
+    (ValueError, ["out", f"expected {8 * P}"],
+     lambda: ctx.allgather(good, out=np.empty(8, np.float32))),
+    (ValueError, ["not a multiple"], lambda: ctx.reduce_scatter(np.ones(4 * P + 1, np.float32))),
+    (ValueError, ["counts", "entries"], lambda: ctx.allgatherv(good, counts=[8] * (P + 1))),
+    (ValueError, ["counts[rank]"], lambda: ctx.allgatherv(good, counts=[7] * P)),
+    (ValueError, ["sum(counts)"], lambda: ctx.scatterv(good, counts=[1] * P, root=R)),
+    (ValueError, ["out is required"], lambda: ctx.scatter(None, root=(R + 1) % P)),
+    (ValueError, ["op", "bogus"], lambda: ctx.allreduce(good, op="bogus")),
+    (TypeError, ["op"], lambda: ctx.allreduce(good, op=3.5)),
+    (ValueError, ["tag"], lambda: ctx.allreduce(good, tag=70000)),
+    (ValueError, ["tag"], lambda: ctx.send(good, (R + 1) % P, tag=-1)),
+    (ValueError, ["timeout"], lambda: ctx.allreduce(good, timeout=-1.0)),
+    (ValueError, ["root"], lambda: ctx.broadcast(good, root=P + 3)),
+    (gloo_lite.InvalidArgument, ["nonsense"], lambda: ctx.allreduce(good, algorithm="nonsense")),
+]
+
+
+def _readonly():
+    a = np.ones(4, np.float32)
+    a.flags.writeable = False
+    return a
+
+
+start = time.monotonic()
+for i, (kind, words, call) in enumerate(cases):
+    try:
+        call()
+    except kind as e:
+        message = str(e)
+        missing = [w for w in words if w not in message]
+        assert not missing, f"case {i}: {missing} not in {message!r}"
+    else:
+        raise AssertionError(f"case {i} raised nothing")
+elapsed = time.monotonic() - start
+# An error raised before traffic costs nothing like a timeout.
+assert elapsed < 5, f"{len(cases)} bad calls took {elapsed:.1f} s"
+assert issubclass(gloo_lite.InvalidArgument, ValueError)
+
+# The context is still usable, and in step on every rank.
+a = np.full(8, R, np.float32)
+ctx.allreduce(a)
+assert (a == P * (P - 1) / 2).all(), a
+
+print(f"rank {R}: {len(cases)} bad calls raised in {elapsed:.3f} s; context still works",
+      flush=True)
