@@ -102,8 +102,10 @@ void init_interrupts() {
   std::thread(watch).detach();
 }
 
+bool on_main_thread() { return PyThread_get_thread_ident() == main_thread_id; }
+
 InterruptScope::InterruptScope(const std::shared_ptr<Context>& context, const char* what) {
-  if (PyThread_get_thread_ident() != main_thread_id) return;
+  if (!on_main_thread()) return;
   struct sigaction current;
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
   const bool ours = (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigint;

@@ -37,12 +37,17 @@ class InterruptScope {
  public:
   InterruptScope(const std::shared_ptr<Context>& context, const char* what);
   ~InterruptScope();
+  // Whether SIGINT fails the context while this scope lives.
+  bool active() const { return installed_; }
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
 
  private:
   bool installed_ = false;
 };
+
+// Whether this is the thread Python runs signal handlers on.
+bool on_main_thread();
 
 // Raises (nb::python_error) the exception of a pending Python signal handler, if any.
 void raise_if_signalled();

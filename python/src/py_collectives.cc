@@ -12,6 +12,21 @@ namespace {
 
 const char* name_of(Collective collective) { return collective_name(collective); }
 
+// Both forms of the collective `name` as a pair of callables (the C++ names are overloaded,
+// so they cannot be passed as function pointers), for start_or_run.
+#define GLOO_LITE_FORMS(name)                                                       \
+  [](auto&&... args) { ::gloo_lite::name(std::forward<decltype(args)>(args)...); }, \
+      [](auto&&... args) { return ::gloo_lite::i##name(std::forward<decltype(args)>(args)...); }
+
+// The call's blocking form when Python waits for it at once (PyContext::Start), else its
+// non-blocking form.
+template <typename Blocking, typename NonBlocking, typename... Args>
+Work start_or_run(bool blocking, Blocking run, NonBlocking start, Args&&... args) {
+  if (!blocking) return start(std::forward<Args>(args)...);
+  run(std::forward<Args>(args)...);
+  return Work();
+}
+
 // ValueError for a count that `b` cannot be split by: "a has 10 elements, not a multiple of 4".
 size_t block_count(const char* call, const Buffer& b, int size) {
   if (b.count() % static_cast<size_t>(size) != 0) {
@@ -122,8 +137,10 @@ nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle o
     operands.buffers.push_back(std::move(result));
   }
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return iallreduce(c, in, output, count, type, rop, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(allreduce), c, in, output, count, type, rop,
+                        options);
+  });
 }
 
 nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::handle op,
@@ -151,8 +168,10 @@ nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::h
     }
   }
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ireduce(c, in, output, count, type, rop, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(reduce), c, in, output, count, type, rop, root,
+                        options);
+  });
 }
 
 nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::handle op,
@@ -171,8 +190,10 @@ nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::han
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ireduce_scatter(c, in, output, count, type, rop, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(reduce_scatter), c, in, output, count, type, rop,
+                        options);
+  });
 }
 
 nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -193,8 +214,10 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ireduce_scatterv(c, in, output, recv, type, rop, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(reduce_scatterv), c, in, output, recv, type, rop,
+                        options);
+  });
 }
 
 nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -211,8 +234,9 @@ nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle o
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return iallgather(c, in, output, count, type, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(allgather), c, in, output, count, type, options);
+  });
 }
 
 nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -232,8 +256,9 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return iallgatherv(c, in, output, all, type, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(allgatherv), c, in, output, all, type, options);
+  });
 }
 
 nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::handle out) {
@@ -253,8 +278,10 @@ nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::h
   const void* in = input.data();
   const DataType type = input.type();
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return igather(c, in, output, count, type, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(gather), c, in, output, count, type, root,
+                        options);
+  });
 }
 
 nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -277,8 +304,10 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   const void* in = input.data();
   const DataType type = input.type();
   operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return igatherv(c, in, output, all, type, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(gatherv), c, in, output, all, type, root,
+                        options);
+  });
 }
 
 nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::handle out) {
@@ -315,8 +344,10 @@ nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::
   operands.result = result.object();
   operands.buffers.push_back(std::move(result));
   if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return iscatter(c, in, output, count, type, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(scatter), c, in, output, count, type, root,
+                        options);
+  });
 }
 
 nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -350,8 +381,10 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
   operands.result = result.object();
   operands.buffers.push_back(std::move(result));
   if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return iscatterv(c, in, output, all, type, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(scatterv), c, in, output, all, type, root,
+                        options);
+  });
 }
 
 nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
@@ -365,8 +398,10 @@ nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
   const DataType type = data.type();
   operands.result = data.object();
   operands.buffers.push_back(std::move(data));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ibroadcast(c, pointer, count, type, root, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(broadcast), c, pointer, count, type, root,
+                        options);
+  });
 }
 
 nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -382,8 +417,9 @@ nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle ou
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ialltoall(c, in, output, count, type, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(alltoall), c, in, output, count, type, options);
+  });
 }
 
 nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle send_counts,
@@ -404,14 +440,18 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   operands.result = result.object();
   operands.buffers.push_back(std::move(input));
   operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands),
-             [&](Context& c) { return ialltoallv(c, in, send, output, recv, type, options); });
+  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(alltoallv), c, in, send, output, recv, type,
+                        options);
+  });
 }
 
 nb::object PyContext::barrier(const CallOptions& o) {
   const char* call = name_of(Collective::kBarrier);
   CollectiveOptions options = collective_options(call, o);
-  return run(call, o.async_op, {}, [&](Context& c) { return ibarrier(c, options); });
+  return run(call, o.async_op, {}, [&](Context& c, bool blocking) {
+    return start_or_run(blocking, GLOO_LITE_FORMS(barrier), c, options);
+  });
 }
 
 }  // namespace gloo_lite::python

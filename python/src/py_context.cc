@@ -69,7 +69,13 @@ nb::object PyContext::run(const char* call, bool async_op, Operands operands, co
                           int* source) {
   const std::shared_ptr<Context>& ctx = context(call);
   InterruptScope scope(ctx, call);
-  Work work = released([&] { return start(*ctx); });
+  if (!async_op && (scope.active() || !on_main_thread())) {
+    // Waited for at once, and interruptible without slices: on the main thread the armed scope
+    // fails the context on Ctrl-C (ending the call); elsewhere Python delivers no signals.
+    released([&] { return start(*ctx, /*blocking=*/true); });
+    return operands.result;
+  }
+  Work work = released([&] { return start(*ctx, /*blocking=*/false); });
   if (async_op) {
     return nb::cast(new PyWork(ctx, call, std::move(work), std::move(operands)),
                     nb::rv_policy::take_ownership);
@@ -90,8 +96,11 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
     CallOptions blocking = o;
     blocking.async_op = false;
     CollectiveOptions options = collective_options(call, blocking);
-    run(call, false, {},
-        [&](Context& c) { return iallgather(c, &own, all.data(), 1, DataType::kInt64, options); });
+    run(call, false, {}, [&](Context& c, bool blocking) {
+      if (!blocking) return iallgather(c, &own, all.data(), 1, DataType::kInt64, options);
+      ::gloo_lite::allgather(c, &own, all.data(), 1, DataType::kInt64, options);
+      return Work();
+    });
     for (int64_t count : all) result.push_back(static_cast<size_t>(count));
     return result;
   }
@@ -134,8 +143,10 @@ nb::object PyContext::send(nb::handle a, int dst, long long tag, std::optional<d
   const void* pointer = data.data();
   const size_t bytes = data.bytes();
   operands.buffers.push_back(std::move(data));
-  return run(call, async_op, std::move(operands), [&](Context& c) {
-    return c.isend(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+  return run(call, async_op, std::move(operands), [&](Context& c, bool blocking) {
+    if (!blocking) return c.isend(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+    c.send(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+    return Work();
   });
 }
 
@@ -150,8 +161,10 @@ nb::object PyContext::recv(nb::handle a, int src, long long tag, std::optional<d
   const size_t bytes = data.bytes();
   operands.result = data.object();
   operands.buffers.push_back(std::move(data));
-  return run(call, async_op, std::move(operands), [&](Context& c) {
-    return c.irecv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+  return run(call, async_op, std::move(operands), [&](Context& c, bool blocking) {
+    if (!blocking) return c.irecv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+    c.recv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+    return Work();
   });
 }
 
@@ -168,8 +181,12 @@ int PyContext::recv_any(nb::handle a, const std::vector<int>& srcs, long long ta
   int source = -1;
   run(
       call, false, std::move(operands),
-      [&](Context& c) {
-        return c.irecv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+      [&](Context& c, bool blocking) {
+        if (!blocking) {
+          return c.irecv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+        }
+        source = c.recv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+        return Work();
       },
       &source);
   return source;

@@ -70,7 +70,10 @@ class PyContext {
   void close();
 
  private:
-  using Start = std::function<Work(Context&)>;
+  // Starts the call: its non-blocking form (returning the Work), or with `blocking` its
+  // blocking form (returning an empty Work once done), so that a call Python waits for at once
+  // runs in this thread, as C++'s blocking calls do, with no hand-off to the stream's worker.
+  using Start = std::function<Work(Context&, bool blocking)>;
   const std::shared_ptr<Context>& context(const char* call) const;
   // Starts the call and, unless async_op, waits for it; returns the result or a Work.
   nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
