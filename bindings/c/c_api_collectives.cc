@@ -1,7 +1,9 @@
 // The C ABI's collectives. Each one is a start function (check and convert the C arguments,
-// call the C++ i<collective>) used by both of its entry points: blocking (run_blocking waits)
-// and non-blocking (run_nonblocking hands out the work).
+// then run the C++ blocking form or start the non-blocking one, gloo_lite/call_forms.h) used by
+// both of its entry points: blocking (run_blocking) and non-blocking (run_nonblocking hands out
+// the work).
 #include "bindings/c/c_api_support.h"
+#include "gloo_lite/call_forms.h"
 
 using namespace gloo_lite;
 using namespace gloo_lite::c_api;
@@ -13,52 +15,72 @@ using Opts = const gloo_lite_options_t*;
 using Type = gloo_lite_datatype_t;
 using Op = gloo_lite_op_t;
 
-Work start_allreduce(Ctx c, const void* in, void* out, size_t n, Type t, Op op, Opts o) {
-  return iallreduce(context_of(c), in, out, n, type_of(t), op_of(op), options_of(o, op));
-}
-Work start_reduce(Ctx c, const void* in, void* out, size_t n, Type t, Op op, int root, Opts o) {
-  return ireduce(context_of(c), in, out, n, type_of(t), op_of(op), root, options_of(o, op));
-}
-Work start_reduce_scatter(Ctx c, const void* in, void* out, size_t n, Type t, Op op, Opts o) {
-  return ireduce_scatter(context_of(c), in, out, n, type_of(t), op_of(op), options_of(o, op));
-}
-Work start_reduce_scatterv(Ctx c, const void* in, void* out, const size_t* n, Type t, Op op,
-                           Opts o) {
-  return ireduce_scatterv(context_of(c), in, out, counts_of(c, n, "recv_counts"), type_of(t),
-                          op_of(op), options_of(o, op));
-}
-Work start_allgather(Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
-  return iallgather(context_of(c), in, out, n, type_of(t), options_of(o));
-}
-Work start_allgatherv(Ctx c, const void* in, void* out, const size_t* n, Type t, Opts o) {
-  return iallgatherv(context_of(c), in, out, counts_of(c, n, "counts"), type_of(t), options_of(o));
-}
-Work start_gather(Ctx c, const void* in, void* out, size_t n, Type t, int root, Opts o) {
-  return igather(context_of(c), in, out, n, type_of(t), root, options_of(o));
-}
-Work start_gatherv(Ctx c, const void* in, void* out, const size_t* n, Type t, int root, Opts o) {
-  return igatherv(context_of(c), in, out, counts_of(c, n, "counts"), type_of(t), root,
-                  options_of(o));
-}
-Work start_scatter(Ctx c, const void* in, void* out, size_t n, Type t, int root, Opts o) {
-  return iscatter(context_of(c), in, out, n, type_of(t), root, options_of(o));
-}
-Work start_scatterv(Ctx c, const void* in, void* out, const size_t* n, Type t, int root, Opts o) {
-  return iscatterv(context_of(c), in, out, counts_of(c, n, "counts"), type_of(t), root,
-                   options_of(o));
-}
-Work start_broadcast(Ctx c, void* data, size_t n, Type t, int root, Opts o) {
-  return ibroadcast(context_of(c), data, n, type_of(t), root, options_of(o));
-}
-Work start_alltoall(Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
-  return ialltoall(context_of(c), in, out, n, type_of(t), options_of(o));
-}
-Work start_alltoallv(Ctx c, const void* in, const size_t* sn, void* out, const size_t* rn, Type t,
+Work start_allreduce(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
                      Opts o) {
-  return ialltoallv(context_of(c), in, counts_of(c, sn, "send_counts"), out,
-                    counts_of(c, rn, "recv_counts"), type_of(t), options_of(o));
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allreduce), context_of(c), in, out, n,
+                      type_of(t), op_of(op), options_of(o, op));
 }
-Work start_barrier(Ctx c, Opts o) { return ibarrier(context_of(c), options_of(o)); }
+Work start_reduce(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
+                  int root, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce), context_of(c), in, out, n, type_of(t),
+                      op_of(op), root, options_of(o, op));
+}
+Work start_reduce_scatter(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
+                          Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce_scatter), context_of(c), in, out, n,
+                      type_of(t), op_of(op), options_of(o, op));
+}
+Work start_reduce_scatterv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
+                           Op op, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce_scatterv), context_of(c), in, out,
+                      counts_of(c, n, "recv_counts"), type_of(t), op_of(op), options_of(o, op));
+}
+Work start_allgather(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allgather), context_of(c), in, out, n,
+                      type_of(t), options_of(o));
+}
+Work start_allgatherv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
+                      Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allgatherv), context_of(c), in, out,
+                      counts_of(c, n, "counts"), type_of(t), options_of(o));
+}
+Work start_gather(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, int root,
+                  Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(gather), context_of(c), in, out, n, type_of(t),
+                      root, options_of(o));
+}
+Work start_gatherv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
+                   int root, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(gatherv), context_of(c), in, out,
+                      counts_of(c, n, "counts"), type_of(t), root, options_of(o));
+}
+Work start_scatter(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, int root,
+                   Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(scatter), context_of(c), in, out, n,
+                      type_of(t), root, options_of(o));
+}
+Work start_scatterv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
+                    int root, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(scatterv), context_of(c), in, out,
+                      counts_of(c, n, "counts"), type_of(t), root, options_of(o));
+}
+Work start_broadcast(bool blocking, Ctx c, void* data, size_t n, Type t, int root, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(broadcast), context_of(c), data, n, type_of(t),
+                      root, options_of(o));
+}
+Work start_alltoall(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(alltoall), context_of(c), in, out, n,
+                      type_of(t), options_of(o));
+}
+Work start_alltoallv(bool blocking, Ctx c, const void* in, const size_t* sn, void* out,
+                     const size_t* rn, Type t, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(alltoallv), context_of(c), in,
+                      counts_of(c, sn, "send_counts"), out, counts_of(c, rn, "recv_counts"),
+                      type_of(t), options_of(o));
+}
+Work start_barrier(bool blocking, Ctx c, Opts o) {
+  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(barrier), context_of(c), options_of(o));
+}
 
 }  // namespace
 

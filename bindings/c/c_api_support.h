@@ -80,12 +80,13 @@ std::chrono::milliseconds timeout_of(int64_t timeout_ms, const char* name);
 // A point-to-point tag: below 2^63 (the upper half belongs to the collectives).
 uint64_t p2p_tag_of(uint64_t tag);
 
-// The two forms of every operation, from one `start` that begins it and returns its Work:
-// blocking waits for it, non-blocking hands out a work handle. The out-pointer is checked (and
+// The two forms of every operation, from one `start(blocking, ...)`: blocking runs the C++
+// blocking form in the calling thread, non-blocking starts the C++ non-blocking form and hands
+// out a work handle. The out-pointer is checked (and
 // the handle allocated) before anything starts, so that a started operation always has one.
 template <typename Start, typename... Args>
 gloo_lite_result_t run_blocking(const char* function, Start start, Args... args) noexcept {
-  return guarded(function, [&] { start(args...).wait(); });
+  return guarded(function, [&] { start(/*blocking=*/true, args...); });
 }
 template <typename Start, typename... Args>
 gloo_lite_result_t run_nonblocking(const char* function, gloo_lite_work_t** work, Start start,
@@ -94,7 +95,7 @@ gloo_lite_result_t run_nonblocking(const char* function, gloo_lite_work_t** work
   return guarded(function, [&] {
     required(work, "work");
     auto handle = std::make_unique<gloo_lite_work>();
-    handle->work = start(args...);
+    handle->work = start(/*blocking=*/false, args...);
     *work = handle.release();
   });
 }

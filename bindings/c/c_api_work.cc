@@ -22,24 +22,36 @@ Context& checked(gloo_lite_context_t* c, int peer, const void* data, size_t byte
   return context;
 }
 
-Work start_send(gloo_lite_context_t* c, int peer, const void* data, size_t bytes, uint64_t tag,
-                int64_t timeout_ms) {
-  return checked(c, peer, data, bytes)
-      .isend(peer, data, bytes, p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
+// Point-to-point, both forms (the blocking one in the calling thread, like the collectives').
+Work start_send(bool blocking, gloo_lite_context_t* c, int peer, const void* data, size_t bytes,
+                uint64_t tag, int64_t timeout_ms) {
+  Context& context = checked(c, peer, data, bytes);
+  auto timeout = timeout_of(timeout_ms, "timeout_ms");
+  if (!blocking) return context.isend(peer, data, bytes, p2p_tag_of(tag), timeout);
+  context.send(peer, data, bytes, p2p_tag_of(tag), timeout);
+  return Work();
 }
-Work start_recv(gloo_lite_context_t* c, int peer, void* data, size_t bytes, uint64_t tag,
-                int64_t timeout_ms) {
-  return checked(c, peer, data, bytes)
-      .irecv(peer, data, bytes, p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
+Work start_recv(bool blocking, gloo_lite_context_t* c, int peer, void* data, size_t bytes,
+                uint64_t tag, int64_t timeout_ms) {
+  Context& context = checked(c, peer, data, bytes);
+  auto timeout = timeout_of(timeout_ms, "timeout_ms");
+  if (!blocking) return context.irecv(peer, data, bytes, p2p_tag_of(tag), timeout);
+  context.recv(peer, data, bytes, p2p_tag_of(tag), timeout);
+  return Work();
 }
-Work start_recv_any(gloo_lite_context_t* c, const int* peers, size_t peer_count, void* data,
-                    size_t bytes, uint64_t tag, int64_t timeout_ms) {
-  Context& context = context_of(c);
+// The peers of a receive from any of them, checked.
+std::vector<int> peers_of(gloo_lite_context_t* c, const int* peers, size_t peer_count, void* data,
+                          size_t bytes) {
   if (peer_count == 0) bad_argument("peer_count is 0; name at least one peer");
   required(peers, "peers");
   for (size_t i = 0; i < peer_count; ++i) checked(c, peers[i], data, bytes);
-  return context.irecv_any(std::vector<int>(peers, peers + peer_count), data, bytes,
-                           p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
+  return std::vector<int>(peers, peers + peer_count);
+}
+Work start_recv_any(bool blocking, gloo_lite_context_t* c, const int* peers, size_t peer_count,
+                    void* data, size_t bytes, uint64_t tag, int64_t timeout_ms) {
+  (void)blocking;  // gloo_lite_recv_any waits itself: it must report the source
+  return context_of(c).irecv_any(peers_of(c, peers, peer_count, data, bytes), data, bytes,
+                                 p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
 
 }  // namespace
@@ -123,9 +135,9 @@ gloo_lite_result_t gloo_lite_recv_any(gloo_lite_context_t* c, const int* peers, 
   return guarded(__func__, [&] {
     int& matched = required(source, "source");
     matched = -1;
-    Work work = start_recv_any(c, peers, peer_count, data, bytes, tag, timeout_ms);
-    work.wait();
-    matched = work.source();
+    std::vector<int> from = peers_of(c, peers, peer_count, data, bytes);
+    matched = context_of(c).recv_any(from, data, bytes, p2p_tag_of(tag),
+                                     timeout_of(timeout_ms, "timeout_ms"));
   });
 }
 gloo_lite_result_t gloo_lite_irecv_any(gloo_lite_context_t* c, const int* peers, size_t peer_count,
