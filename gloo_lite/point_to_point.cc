@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "gloo_lite/base/backoff.h"
-
 namespace gloo_lite::detail {
 
 bool PointToPointHub::enter() {
@@ -91,24 +89,10 @@ bool PointToPointWork::wait_until(const Deadline& until) {
   if (!hub_->enter()) return WorkState::test();
   bool finished = true;
   try {
-    if (until.time_point() >= deadline_.time_point()) {
-      // The whole wait: the transport's own, which sleeps until the request completes and
-      // fails it at its deadline naming the peer.
-      mesh_->wait({request_}, deadline_);
-      complete();
-    } else {
-      // A bounded look (an interruptible wait in slices, say): the transport's wait would cancel
-      // the request when `until` passes, so poll it instead, backing off to 1 ms.
-      Backoff backoff(std::chrono::microseconds(10), std::chrono::milliseconds(1));
-      while (!request_->test()) {
-        if (until.expired()) {
-          finished = false;
-          break;
-        }
-        std::this_thread::sleep_for(backoff.next(until));
-      }
-      if (finished) complete();
-    }
+    // The transport's own wait: it sleeps until the request completes, fails it at its
+    // deadline naming the peer, and gives up without cancelling when `until` comes first.
+    finished = mesh_->wait_until({request_}, deadline_, until);
+    if (finished) complete();
   } catch (...) {
     finish(std::current_exception());
   }

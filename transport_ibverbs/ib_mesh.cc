@@ -136,10 +136,13 @@ std::unique_ptr<transport::Memory> IbMesh::register_memory(void* data, size_t by
   return std::make_unique<IbMemory>(data, bytes, kind, &device_->cache());
 }
 
-void IbMesh::wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) {
+bool IbMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
+                        const Deadline& deadline, const Deadline& until) {
+  const Deadline bound = until.earlier(deadline);
   std::unique_lock<std::mutex> lock(mutex_);
   auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(tuning_.spin_us);
   while (!finished(requests, deadline)) {
+    if (bound.expired() && !deadline.expired()) return false;  // `until` came first
     // Caller-driven progress: poll the CQ ourselves; sleep only when nothing is there (the
     // progress thread, woken by the completion channel, then notifies us).
     if (poll_cq()) continue;
@@ -150,9 +153,9 @@ void IbMesh::wait(const std::vector<transport::RequestPtr>& requests, const Dead
       continue;
     }
     auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    completed_.wait_until(lock,
-                          deadline.is_never() ? slice : std::min(slice, deadline.time_point()));
+    completed_.wait_until(lock, bound.is_never() ? slice : std::min(slice, bound.time_point()));
   }
+  return true;
 }
 
 void IbMesh::fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp) {

@@ -151,7 +151,8 @@ class IbMesh : public transport::MatchingMesh {
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
   // The waiting thread polls the CQ itself; it sleeps only when the CQ is empty.
-  void wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) override;
+  bool wait_until(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
+                  const Deadline& until) override;
   // The reason travels on the side channel: it needs no credit and survives a stuck QP.
   void abort(const std::string& reason) override;
 

@@ -77,7 +77,9 @@ std::unique_ptr<transport::Memory> TcpMesh::register_memory(void* data, size_t b
   return std::make_unique<transport::Memory>(data, bytes, kind);
 }
 
-void TcpMesh::wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) {
+bool TcpMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
+                         const Deadline& deadline, const Deadline& until) {
+  const Deadline bound = until.earlier(deadline);
   std::unique_lock<std::mutex> lock(mutex_);
   ++waiters_;
   std::vector<Pair*> driven;
@@ -91,13 +93,15 @@ void TcpMesh::wait(const std::vector<transport::RequestPtr>& requests, const Dea
     }
   } handback{this, driven};
   while (!finished(requests, deadline)) {
-    if (drive(requests, deadline, lock, driven)) continue;
-    if (deadline.is_never()) {
+    if (bound.expired() && !deadline.expired()) return false;  // `until` came first
+    if (drive(requests, bound, lock, driven)) continue;
+    if (bound.is_never()) {
       completed_.wait(lock);
     } else {
-      completed_.wait_until(lock, deadline.time_point());
+      completed_.wait_until(lock, bound.time_point());
     }
   }
+  return true;
 }
 
 // The waiting thread reads the sockets its requests depend on instead of sleeping until the

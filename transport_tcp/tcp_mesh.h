@@ -97,7 +97,8 @@ class TcpMesh : public transport::MatchingMesh {
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
   // The waiting thread reads its pairs' sockets itself (drive()), sleeping in poll().
-  void wait(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline) override;
+  bool wait_until(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
+                  const Deadline& until) override;
   // An abort frame with the reason on every pair, then the pairs close.
   void abort(const std::string& reason) override;
   std::string describe_peer(int peer) const override;  // "rank 3 (10.0.0.2:41000)"

@@ -121,7 +121,14 @@ class Mesh {
   // Waits for all requests. Throws the first failure; on the deadline, cancels the requests
   // that are still pending (their buffers are no longer touched) and throws TimeoutError naming
   // the peers that did not complete.
-  virtual void wait(const std::vector<RequestPtr>& requests, const Deadline& deadline) = 0;
+  void wait(const std::vector<RequestPtr>& requests, const Deadline& deadline) {
+    wait_until(requests, deadline, deadline);
+  }
+  // A bounded look: waits like wait() but, when `until` (earlier than the deadline) passes
+  // first, returns false and cancels nothing; the requests go on (an interruptible wait in
+  // slices, Work::wait with a timeout). True once all of them completed.
+  virtual bool wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
+                          const Deadline& until) = 0;
   // Cancels a pending request: afterwards its memory is no longer read or written.
   virtual void cancel(const RequestPtr& request) = 0;
 
