@@ -10,8 +10,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "forms.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "py_work.h"
@@ -78,6 +80,14 @@ class PyContext {
   // Starts the call and, unless async_op, waits for it; returns the result or a Work.
   nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
                  int* source = nullptr);
+  // run() with `forms` (forms.h) on this context and `args`, which the Start holds by
+  // reference: run() calls it before returning.
+  template <typename F, typename... Args>
+  nb::object run_forms(const char* call, bool async_op, Operands operands, const F& forms,
+                       const Args&... args) {
+    return run(call, async_op, std::move(operands),
+               [&](Context& c, bool blocking) { return forms(blocking, c, args...); });
+  }
   CollectiveOptions collective_options(const char* call, const CallOptions& o) const;
   // Per-rank element counts: from `counts` (length size), or exchanged with an allgather when
   // it is None and `mine` is given.
