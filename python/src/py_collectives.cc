@@ -52,6 +52,12 @@ Buffer output_operand(const char* call, nb::handle out, const Buffer& like, size
   return buffer;
 }
 
+// output_operand() of `count` elements, allocated 1-D (the v collectives' packed blocks).
+Buffer flat_output(const char* call, nb::handle out, const Buffer& like, size_t count,
+                   const char* why) {
+  return output_operand(call, out, like, count, {static_cast<Py_ssize_t>(count)}, why);
+}
+
 size_t sum(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t{0});
 }
@@ -87,7 +93,7 @@ Io hold(Operands* operands, Buffer input, Buffer result) {
 // `out`, checked against it.
 Io hold_reduced(const char* call, Operands* operands, Buffer input, nb::handle out) {
   if (!out.is_none()) {
-    Buffer result = output_operand(call, out, input, input.count(), {}, "a.size");
+    Buffer result = flat_output(call, out, input, input.count(), "a.size");
     return hold(operands, std::move(input), std::move(result));
   }
   const DataType type = input.type();
@@ -206,11 +212,10 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
-  const std::vector<size_t> recv = counts_of(call, "counts", counts, std::nullopt, o);
+  const std::vector<size_t> recv = counts_of(call, "counts", counts, nullptr, o);
   require_count(call, input, sum(recv), "sum(counts)");
   const size_t mine = recv[static_cast<size_t>(rank_)];
-  Buffer result =
-      output_operand(call, out, input, mine, {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
+  Buffer result = flat_output(call, out, input, mine, "counts[rank]");
   const Io io = hold(&operands, std::move(input), std::move(result));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(reduce_scatterv), io.in,
                    io.out, recv, io.type, rop, options);
@@ -235,11 +240,9 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
-  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
+  const std::vector<size_t> all = counts_of(call, "counts", counts, &input, o);
   const size_t total = sum(all);
-  Buffer result =
-      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
+  Buffer result = flat_output(call, out, input, total, "sum(counts)");
   const Io io = hold(&operands, std::move(input), std::move(result));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(allgatherv), io.in,
                    io.out, all, io.type, options);
@@ -268,15 +271,12 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
-  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
+  const std::vector<size_t> all = counts_of(call, "counts", counts, &input, o);
   const DataType type = input.type();
   void* output = nullptr;  // the root's only
   if (rank_ == root) {
     const size_t total = sum(all);
-    output = hold_result(
-        &operands,
-        output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)"));
+    output = hold_result(&operands, flat_output(call, out, input, total, "sum(counts)"));
   }
   const void* in = hold(&operands, std::move(input));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(gatherv), in, output, all,
@@ -314,14 +314,13 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
   const char* call = "scatterv";
   Operands operands;
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, std::nullopt, o);
+  const std::vector<size_t> all = counts_of(call, "counts", counts, nullptr, o);
   const size_t mine = all[static_cast<size_t>(rank_)];
   Io io{nullptr, nullptr, DataType::kUint8};
   if (rank_ == root || !a.is_none()) {
     Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
     if (rank_ == root) require_count(call, input, sum(all), "sum(counts)");
-    Buffer result =
-        output_operand(call, out, input, mine, {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
+    Buffer result = flat_output(call, out, input, mine, "counts[rank]");
     io = hold(&operands, std::move(input), std::move(result));
   } else {
     Buffer result = out_without_input(call, out);
@@ -365,12 +364,11 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, std::nullopt, o);
-  const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, std::nullopt, o);
+  const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, nullptr, o);
+  const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, nullptr, o);
   require_count(call, input, sum(send), "sum(send_counts)");
   const size_t total = sum(recv);
-  Buffer result =
-      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(recv_counts)");
+  Buffer result = flat_output(call, out, input, total, "sum(recv_counts)");
   const Io io = hold(&operands, std::move(input), std::move(result));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(alltoallv), io.in, send,
                    io.out, recv, io.type, options);

@@ -102,13 +102,13 @@ nb::object PyContext::run(const char* call, bool async_op, Operands operands, co
 }
 
 std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb::handle counts,
-                                         std::optional<size_t> mine, const CallOptions& o) {
+                                         const Buffer* mine, const CallOptions& o) {
   std::vector<size_t> result;
   if (counts.is_none()) {
     if (!mine) throw nb::value_error((std::string(call) + ": " + name + " is required").c_str());
     // Nobody said: ask every rank (one allgather of int64 before the call).
     std::vector<int64_t> all(static_cast<size_t>(size_));
-    const auto own = static_cast<int64_t>(*mine);
+    const auto own = static_cast<int64_t>(mine->count());
     CallOptions blocking = o;
     blocking.async_op = false;
     CollectiveOptions options = collective_options(call, blocking);
@@ -143,23 +143,30 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
     }
     result.push_back(static_cast<size_t>(count));
   }
+  if (mine) require_count(call, *mine, result[static_cast<size_t>(rank_)], "counts[rank]");
   return result;
+}
+
+template <typename F>
+nb::object PyContext::point_to_point(const char* call, const F& forms, nb::handle a, Access access,
+                                     int peer, long long tag, std::optional<double> timeout,
+                                     bool async_op) {
+  Operands operands;
+  const Message m = message(call, a, access, tag, timeout, &operands);
+  return run_forms(call, async_op, std::move(operands), forms, peer, m.data, m.bytes, m.tag,
+                   m.deadline);
 }
 
 nb::object PyContext::send(nb::handle a, int dst, long long tag, std::optional<double> timeout,
                            bool async_op) {
-  Operands operands;
-  const Message m = message("send", a, Access::kRead, tag, timeout, &operands);
-  return run_forms("send", async_op, std::move(operands), GLOO_LITE_MEMBER_FORMS(send), dst, m.data,
-                   m.bytes, m.tag, m.deadline);
+  return point_to_point("send", GLOO_LITE_MEMBER_FORMS(send), a, Access::kRead, dst, tag, timeout,
+                        async_op);
 }
 
 nb::object PyContext::recv(nb::handle a, int src, long long tag, std::optional<double> timeout,
                            bool async_op) {
-  Operands operands;
-  const Message m = message("recv", a, Access::kWrite, tag, timeout, &operands);
-  return run_forms("recv", async_op, std::move(operands), GLOO_LITE_MEMBER_FORMS(recv), src, m.data,
-                   m.bytes, m.tag, m.deadline);
+  return point_to_point("recv", GLOO_LITE_MEMBER_FORMS(recv), a, Access::kWrite, src, tag, timeout,
+                        async_op);
 }
 
 int PyContext::recv_any(nb::handle a, const std::vector<int>& srcs, long long tag,

@@ -88,11 +88,17 @@ class PyContext {
     return run(call, async_op, std::move(operands),
                [&](Context& c, bool blocking) { return forms(blocking, c, args...); });
   }
+  // send and recv: `forms` on (peer, a's memory, its bytes, tag, timeout), `a` acquired with
+  // `access` (recv writes it and returns it).
+  template <typename F>
+  nb::object point_to_point(const char* call, const F& forms, nb::handle a, Access access, int peer,
+                            long long tag, std::optional<double> timeout, bool async_op);
   CollectiveOptions collective_options(const char* call, const CallOptions& o) const;
   // Per-rank element counts: from `counts` (length size), or exchanged with an allgather when
-  // it is None and `mine` is given.
+  // it is None and `mine` (this rank's array, when it holds counts[rank]) is given; ValueError
+  // unless `mine` holds counts[rank] elements.
   std::vector<size_t> counts_of(const char* call, const char* name, nb::handle counts,
-                                std::optional<size_t> mine, const CallOptions& o);
+                                const Buffer* mine, const CallOptions& o);
 
   std::shared_ptr<Context> context_;
   int rank_;
