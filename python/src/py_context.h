@@ -1,7 +1,8 @@
 // gloo_lite.Context: one communicator, with every collective and point-to-point call on
-// buffer-protocol objects. Each call checks its arrays (buffer.h), starts the C++ non-blocking
-// form with the GIL released and either returns a Work (async_op=True) or waits for it
-// (interrupt.h) and returns the result array.
+// buffer-protocol objects. Each call checks its arrays (buffer.h), then with the GIL released
+// starts the C++ call (forms.h): its non-blocking form, returning a Work (async_op=True) or
+// waited for in slices (interrupt.h), or its blocking form in this thread; a call waited for
+// returns the result array.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -89,7 +90,7 @@ class PyContext {
                [&](Context& c, bool blocking) { return forms(blocking, c, args...); });
   }
   // send and recv: `forms` on (peer, a's memory, its bytes, tag, timeout), `a` acquired with
-  // `access` (recv writes it and returns it).
+  // `access` (recv writes it and returns it). Defined in py_context.cc, its only user.
   template <typename F>
   nb::object point_to_point(const char* call, const F& forms, nb::handle a, Access access, int peer,
                             long long tag, std::optional<double> timeout, bool async_op);
