@@ -8,14 +8,9 @@
 See docs/python.md for the whole API, the dtypes, and what Ctrl-C does.
 """
 
-from .errors import (
-    ConnectionError,
-    Error,
-    InvalidArgument,
-    MismatchError,
-    StoreError,
-    TimeoutError,
-)
+# The exception classes, listed once: in errors.__all__.
+from . import errors
+from .errors import *  # noqa: F401,F403
 from ._core import Context, ReduceOp, Work, _collectives
 
 __version__ = "0.1.0"
@@ -47,16 +42,4 @@ def init(store=None, rank=None, size=None, timeout=None, prefix=""):
     return _core._init(store, int(rank), int(size), timeout, prefix)
 
 
-__all__ = [
-    "init",
-    "Context",
-    "Work",
-    "ReduceOp",
-    "COLLECTIVES",
-    "Error",
-    "TimeoutError",
-    "ConnectionError",
-    "MismatchError",
-    "StoreError",
-    "InvalidArgument",
-]
+__all__ = ["init", "Context", "Work", "ReduceOp", "COLLECTIVES", *errors.__all__]

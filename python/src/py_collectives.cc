@@ -1,9 +1,11 @@
 // The collectives of gloo_lite.Context (see py_context.h). Each one: acquire and check every
-// operand (nothing is sent before this passes), then start the C++ non-blocking form.
+// operand (nothing is sent before this passes), hold the buffers in Operands, then start the C++
+// call (PyContext::run_forms).
 #include <nanobind/stl/string.h>
 
 #include <numeric>
 
+#include "forms.h"
 #include "gloo_lite/collective_info.h"
 #include "py_context.h"
 
@@ -11,21 +13,6 @@ namespace gloo_lite::python {
 namespace {
 
 const char* name_of(Collective collective) { return collective_name(collective); }
-
-// Both forms of the collective `name` as a pair of callables (the C++ names are overloaded,
-// so they cannot be passed as function pointers), for start_or_run.
-#define GLOO_LITE_FORMS(name)                                                       \
-  [](auto&&... args) { ::gloo_lite::name(std::forward<decltype(args)>(args)...); }, \
-      [](auto&&... args) { return ::gloo_lite::i##name(std::forward<decltype(args)>(args)...); }
-
-// The call's blocking form when Python waits for it at once (PyContext::Start), else its
-// non-blocking form.
-template <typename Blocking, typename NonBlocking, typename... Args>
-Work start_or_run(bool blocking, Blocking run, NonBlocking start, Args&&... args) {
-  if (!blocking) return start(std::forward<Args>(args)...);
-  run(std::forward<Args>(args)...);
-  return Work();
-}
 
 // ValueError for a count that `b` cannot be split by: "a has 10 elements, not a multiple of 4".
 size_t block_count(const char* call, const Buffer& b, int size) {
@@ -65,8 +52,63 @@ Buffer output_operand(const char* call, nb::handle out, const Buffer& like, size
   return buffer;
 }
 
+// output_operand() of `count` elements, allocated 1-D (the v collectives' packed blocks).
+Buffer flat_output(const char* call, nb::handle out, const Buffer& like, size_t count,
+                   const char* why) {
+  return output_operand(call, out, like, count, {static_cast<Py_ssize_t>(count)}, why);
+}
+
 size_t sum(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t{0});
+}
+
+// Holds `b` in `operands` for as long as the call runs; returns its memory.
+void* hold(Operands* operands, Buffer b) {
+  void* data = b.data();
+  operands->buffers.push_back(std::move(b));
+  return data;
+}
+
+// hold(), and `b`'s array is what the call returns.
+void* hold_result(Operands* operands, Buffer b) {
+  operands->result = b.object();
+  return hold(operands, std::move(b));
+}
+
+// The memory a collective reads and writes, and its element type.
+struct Io {
+  const void* in;
+  void* out;
+  DataType type;
+};
+
+// Holds a collective's input and its result (output_operand: `input`'s type).
+Io hold(Operands* operands, Buffer input, Buffer result) {
+  const DataType type = input.type();
+  const void* in = hold(operands, std::move(input));
+  return {in, hold_result(operands, std::move(result)), type};
+}
+
+// Holds a reduction's input and result: `input` itself when `out` is None (in place), else
+// `out`, checked against it.
+Io hold_reduced(const char* call, Operands* operands, Buffer input, nb::handle out) {
+  if (!out.is_none()) {
+    Buffer result = flat_output(call, out, input, input.count(), "a.size");
+    return hold(operands, std::move(input), std::move(result));
+  }
+  const DataType type = input.type();
+  void* data = hold_result(operands, std::move(input));
+  return {data, data, type};
+}
+
+// scatter's and scatterv's `out` on a rank that passed no `a`: then it is required.
+Buffer out_without_input(const char* call, nb::handle out) {
+  if (out.is_none()) {
+    throw nb::value_error(
+        (std::string(call) + ": out is required on ranks other than the root when a is None")
+            .c_str());
+  }
+  return Buffer::acquire(out, call, "out", Access::kWrite);
 }
 
 // The ReduceOp for `op`: a gloo_lite.ReduceOp, its name ("sum", "max", ...) or a callable
@@ -121,26 +163,13 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
 nb::object PyContext::allreduce(const CallOptions& o, nb::handle a, nb::handle op, nb::handle out) {
   const char* call = name_of(Collective::kAllreduce);
   Operands operands;
-  const bool in_place = out.is_none();
-  Buffer input = Buffer::acquire(a, call, "a", in_place ? Access::kWrite : Access::kRead);
+  Buffer input = Buffer::acquire(a, call, "a", out.is_none() ? Access::kWrite : Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
-  void* output = input.data();
-  const void* in = input.data();
   const size_t count = input.count();
-  const DataType type = input.type();
-  operands.result = input.object();
-  if (!in_place) {
-    Buffer result = output_operand(call, out, input, count, {}, "a.size");
-    output = result.data();
-    operands.result = result.object();
-    operands.buffers.push_back(std::move(result));
-  }
-  operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(allreduce), c, in, output, count, type, rop,
-                        options);
-  });
+  const Io io = hold_reduced(call, &operands, std::move(input), out);
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(allreduce), io.in, io.out,
+                   count, io.type, rop, options);
 }
 
 nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::handle op,
@@ -148,30 +177,17 @@ nb::object PyContext::reduce(const CallOptions& o, nb::handle a, int root, nb::h
   const char* call = name_of(Collective::kReduce);
   Operands operands;
   const bool is_root = rank_ == root;
-  const bool in_place = out.is_none();
   Buffer input =
-      Buffer::acquire(a, call, "a", is_root && in_place ? Access::kWrite : Access::kRead);
+      Buffer::acquire(a, call, "a", is_root && out.is_none() ? Access::kWrite : Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
-  const void* in = input.data();
   const size_t count = input.count();
   const DataType type = input.type();
-  void* output = nullptr;  // the result lands on the root only
-  if (is_root) {
-    output = input.data();
-    operands.result = input.object();
-    if (!in_place) {
-      Buffer result = output_operand(call, out, input, count, {}, "a.size");
-      output = result.data();
-      operands.result = result.object();
-      operands.buffers.push_back(std::move(result));
-    }
-  }
-  operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(reduce), c, in, output, count, type, rop, root,
-                        options);
-  });
+  // The result lands on the root only: elsewhere `out` is not looked at.
+  const Io io = is_root ? hold_reduced(call, &operands, std::move(input), out)
+                        : Io{hold(&operands, std::move(input)), nullptr, type};
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(reduce), io.in, io.out,
+                   count, type, rop, root, options);
 }
 
 nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::handle op,
@@ -184,16 +200,9 @@ nb::object PyContext::reduce_scatter(const CallOptions& o, nb::handle a, nb::han
   const size_t count = block_count(call, input, size_);
   Buffer result =
       output_operand(call, out, input, count, block_shape(input, size_, count), "a.size / size");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(reduce_scatter), c, in, output, count, type, rop,
-                        options);
-  });
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(reduce_scatter), io.in,
+                   io.out, count, io.type, rop, options);
 }
 
 nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -203,21 +212,13 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
-  const std::vector<size_t> recv = counts_of(call, "counts", counts, std::nullopt, o);
+  const std::vector<size_t> recv = counts_of(call, "counts", counts, nullptr, o);
   require_count(call, input, sum(recv), "sum(counts)");
   const size_t mine = recv[static_cast<size_t>(rank_)];
-  Buffer result =
-      output_operand(call, out, input, mine, {static_cast<Py_ssize_t>(mine)}, "counts[rank]");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(reduce_scatterv), c, in, output, recv, type, rop,
-                        options);
-  });
+  Buffer result = flat_output(call, out, input, mine, "counts[rank]");
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(reduce_scatterv), io.in,
+                   io.out, recv, io.type, rop, options);
 }
 
 nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -228,15 +229,9 @@ nb::object PyContext::allgather(const CallOptions& o, nb::handle a, nb::handle o
   const size_t count = input.count();
   Buffer result =
       output_operand(call, out, input, count * size_, stacked_shape(input, size_), "size * a.size");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(allgather), c, in, output, count, type, options);
-  });
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(allgather), io.in, io.out,
+                   count, io.type, options);
 }
 
 nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle counts,
@@ -245,20 +240,12 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
-  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
+  const std::vector<size_t> all = counts_of(call, "counts", counts, &input, o);
   const size_t total = sum(all);
-  Buffer result =
-      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(allgatherv), c, in, output, all, type, options);
-  });
+  Buffer result = flat_output(call, out, input, total, "sum(counts)");
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(allgatherv), io.in,
+                   io.out, all, io.type, options);
 }
 
 nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::handle out) {
@@ -267,21 +254,15 @@ nb::object PyContext::gather(const CallOptions& o, nb::handle a, int root, nb::h
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const size_t count = input.count();
+  const DataType type = input.type();
   void* output = nullptr;  // the root's only
   if (rank_ == root) {
-    Buffer result = output_operand(call, out, input, count * size_, stacked_shape(input, size_),
-                                   "size * a.size");
-    output = result.data();
-    operands.result = result.object();
-    operands.buffers.push_back(std::move(result));
+    output = hold_result(&operands, output_operand(call, out, input, count * size_,
+                                                   stacked_shape(input, size_), "size * a.size"));
   }
-  const void* in = input.data();
-  const DataType type = input.type();
-  operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(gather), c, in, output, count, type, root,
-                        options);
-  });
+  const void* in = hold(&operands, std::move(input));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(gather), in, output,
+                   count, type, root, options);
 }
 
 nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -290,64 +271,42 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, input.count(), o);
-  require_count(call, input, all[static_cast<size_t>(rank_)], "counts[rank]");
-  void* output = nullptr;
+  const std::vector<size_t> all = counts_of(call, "counts", counts, &input, o);
+  const DataType type = input.type();
+  void* output = nullptr;  // the root's only
   if (rank_ == root) {
     const size_t total = sum(all);
-    Buffer result =
-        output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(counts)");
-    output = result.data();
-    operands.result = result.object();
-    operands.buffers.push_back(std::move(result));
+    output = hold_result(&operands, flat_output(call, out, input, total, "sum(counts)"));
   }
-  const void* in = input.data();
-  const DataType type = input.type();
-  operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(gatherv), c, in, output, all, type, root,
-                        options);
-  });
+  const void* in = hold(&operands, std::move(input));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(gatherv), in, output, all,
+                   type, root, options);
 }
 
+// scatter and scatterv read `a` on the root only; elsewhere it may be None (then `out` is
+// required) or an array shaped like the root's (then `out` may be left out and is allocated
+// from it).
 nb::object PyContext::scatter(const CallOptions& o, nb::handle a, int root, nb::handle out) {
   const char* call = name_of(Collective::kScatter);
   Operands operands;
   CollectiveOptions options = collective_options(call, o);
-  const bool is_root = rank_ == root;
-  // `a` is read on the root only; elsewhere it may be None or an array shaped like the root's
-  // (then `out` may be left out and is allocated from it).
-  Buffer input;
-  const void* in = nullptr;
+  Io io{nullptr, nullptr, DataType::kUint8};
   size_t count = 0;
-  DataType type = DataType::kUint8;
-  std::vector<Py_ssize_t> shape;
-  const bool have_input = is_root || !a.is_none();
-  if (have_input) {
-    input = Buffer::acquire(a, call, "a", Access::kRead);
+  if (rank_ == root || !a.is_none()) {
+    Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
     count = block_count(call, input, size_);
-    type = input.type();
-    shape = block_shape(input, size_, count);
-    if (is_root) in = input.data();
-  } else if (out.is_none()) {
-    throw nb::value_error(
-        (std::string(call) + ": out is required on ranks other than the root when a is None")
-            .c_str());
-  }
-  Buffer result = have_input ? output_operand(call, out, input, count, shape, "a.size / size")
-                             : Buffer::acquire(out, call, "out", Access::kWrite);
-  if (!have_input) {
+    Buffer result =
+        output_operand(call, out, input, count, block_shape(input, size_, count), "a.size / size");
+    io = hold(&operands, std::move(input), std::move(result));
+  } else {
+    Buffer result = out_without_input(call, out);
     count = result.count();
-    type = result.type();
+    io.type = result.type();
+    io.out = hold_result(&operands, std::move(result));
   }
-  void* output = result.data();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(result));
-  if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(scatter), c, in, output, count, type, root,
-                        options);
-  });
+  if (rank_ != root) io.in = nullptr;
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(scatter), io.in, io.out,
+                   count, io.type, root, options);
 }
 
 nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle counts, int root,
@@ -355,36 +314,23 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
   const char* call = "scatterv";
   Operands operands;
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> all = counts_of(call, "counts", counts, std::nullopt, o);
+  const std::vector<size_t> all = counts_of(call, "counts", counts, nullptr, o);
   const size_t mine = all[static_cast<size_t>(rank_)];
-  const bool is_root = rank_ == root;
-  const bool have_input = is_root || !a.is_none();
-  Buffer input;
-  const void* in = nullptr;
-  if (have_input) {
-    input = Buffer::acquire(a, call, "a", Access::kRead);
-    if (is_root) {
-      require_count(call, input, sum(all), "sum(counts)");
-      in = input.data();
-    }
-  } else if (out.is_none()) {
-    throw nb::value_error(
-        (std::string(call) + ": out is required on ranks other than the root when a is None")
-            .c_str());
+  Io io{nullptr, nullptr, DataType::kUint8};
+  if (rank_ == root || !a.is_none()) {
+    Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
+    if (rank_ == root) require_count(call, input, sum(all), "sum(counts)");
+    Buffer result = flat_output(call, out, input, mine, "counts[rank]");
+    io = hold(&operands, std::move(input), std::move(result));
+  } else {
+    Buffer result = out_without_input(call, out);
+    require_count(call, result, mine, "counts[rank]");
+    io.type = result.type();
+    io.out = hold_result(&operands, std::move(result));
   }
-  Buffer result = have_input ? output_operand(call, out, input, mine,
-                                              {static_cast<Py_ssize_t>(mine)}, "counts[rank]")
-                             : Buffer::acquire(out, call, "out", Access::kWrite);
-  if (!have_input) require_count(call, result, mine, "counts[rank]");
-  void* output = result.data();
-  const DataType type = result.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(result));
-  if (have_input) operands.buffers.push_back(std::move(input));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(scatterv), c, in, output, all, type, root,
-                        options);
-  });
+  if (rank_ != root) io.in = nullptr;
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(scatterv), io.in, io.out,
+                   all, io.type, root, options);
 }
 
 nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
@@ -393,15 +339,11 @@ nb::object PyContext::broadcast(const CallOptions& o, nb::handle a, int root) {
   // The root only reads: a read-only array is fine there.
   Buffer data = Buffer::acquire(a, call, "a", rank_ == root ? Access::kRead : Access::kWrite);
   CollectiveOptions options = collective_options(call, o);
-  void* pointer = data.data();
   const size_t count = data.count();
   const DataType type = data.type();
-  operands.result = data.object();
-  operands.buffers.push_back(std::move(data));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(broadcast), c, pointer, count, type, root,
-                        options);
-  });
+  void* pointer = hold_result(&operands, std::move(data));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(broadcast), pointer,
+                   count, type, root, options);
 }
 
 nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle out) {
@@ -411,15 +353,9 @@ nb::object PyContext::alltoall(const CallOptions& o, nb::handle a, nb::handle ou
   CollectiveOptions options = collective_options(call, o);
   const size_t count = block_count(call, input, size_);
   Buffer result = output_operand(call, out, input, input.count(), input.shape(), "a.size");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(alltoall), c, in, output, count, type, options);
-  });
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(alltoall), io.in, io.out,
+                   count, io.type, options);
 }
 
 nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle send_counts,
@@ -428,30 +364,19 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   Operands operands;
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
-  const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, std::nullopt, o);
-  const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, std::nullopt, o);
+  const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, nullptr, o);
+  const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, nullptr, o);
   require_count(call, input, sum(send), "sum(send_counts)");
   const size_t total = sum(recv);
-  Buffer result =
-      output_operand(call, out, input, total, {static_cast<Py_ssize_t>(total)}, "sum(recv_counts)");
-  const void* in = input.data();
-  void* output = result.data();
-  const DataType type = input.type();
-  operands.result = result.object();
-  operands.buffers.push_back(std::move(input));
-  operands.buffers.push_back(std::move(result));
-  return run(call, o.async_op, std::move(operands), [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(alltoallv), c, in, send, output, recv, type,
-                        options);
-  });
+  Buffer result = flat_output(call, out, input, total, "sum(recv_counts)");
+  const Io io = hold(&operands, std::move(input), std::move(result));
+  return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(alltoallv), io.in, send,
+                   io.out, recv, io.type, options);
 }
 
 nb::object PyContext::barrier(const CallOptions& o) {
   const char* call = name_of(Collective::kBarrier);
-  CollectiveOptions options = collective_options(call, o);
-  return run(call, o.async_op, {}, [&](Context& c, bool blocking) {
-    return start_or_run(blocking, GLOO_LITE_FORMS(barrier), c, options);
-  });
+  return run_forms(call, o.async_op, {}, GLOO_LITE_FORMS(barrier), collective_options(call, o));
 }
 
 }  // namespace gloo_lite::python

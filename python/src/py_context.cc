@@ -23,11 +23,27 @@ milliseconds to_ms(const char* call, std::optional<double> seconds) {
   return milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
 }
 
-void check_p2p_tag(const char* call, long long tag) {
+// A point-to-point call's one array and the Context arguments that go with it.
+struct Message {
+  void* data;
+  size_t bytes;
+  uint64_t tag;
+  milliseconds deadline;
+};
+
+// Checks the tag, acquires `a` with `access` and checks the timeout, in that order; `a` is held
+// in `operands` for as long as the call runs and, when written, is what the call returns.
+Message message(const char* call, nb::handle a, Access access, long long tag,
+                std::optional<double> timeout, Operands* operands) {
   if (tag < 0) {
     throw nb::value_error(
         (std::string(call) + ": tag must be in [0, 2**63), got " + std::to_string(tag)).c_str());
   }
+  Buffer data = Buffer::acquire(a, call, "a", access);
+  const Message m{data.data(), data.bytes(), static_cast<uint64_t>(tag), to_ms(call, timeout)};
+  if (access == Access::kWrite) operands->result = data.object();
+  operands->buffers.push_back(std::move(data));
+  return m;
 }
 
 }  // namespace
@@ -86,21 +102,18 @@ nb::object PyContext::run(const char* call, bool async_op, Operands operands, co
 }
 
 std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb::handle counts,
-                                         std::optional<size_t> mine, const CallOptions& o) {
+                                         const Buffer* mine, const CallOptions& o) {
   std::vector<size_t> result;
   if (counts.is_none()) {
     if (!mine) throw nb::value_error((std::string(call) + ": " + name + " is required").c_str());
     // Nobody said: ask every rank (one allgather of int64 before the call).
     std::vector<int64_t> all(static_cast<size_t>(size_));
-    const auto own = static_cast<int64_t>(*mine);
+    const auto own = static_cast<int64_t>(mine->count());
     CallOptions blocking = o;
     blocking.async_op = false;
     CollectiveOptions options = collective_options(call, blocking);
-    run(call, false, {}, [&](Context& c, bool blocking) {
-      if (!blocking) return iallgather(c, &own, all.data(), 1, DataType::kInt64, options);
-      ::gloo_lite::allgather(c, &own, all.data(), 1, DataType::kInt64, options);
-      return Work();
-    });
+    run_forms(call, false, {}, GLOO_LITE_FORMS(allgather), &own, all.data(), size_t{1},
+              DataType::kInt64, options);
     for (int64_t count : all) result.push_back(static_cast<size_t>(count));
     return result;
   }
@@ -130,62 +143,44 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
     }
     result.push_back(static_cast<size_t>(count));
   }
+  if (mine) require_count(call, *mine, result[static_cast<size_t>(rank_)], "counts[rank]");
   return result;
+}
+
+template <typename F>
+nb::object PyContext::point_to_point(const char* call, const F& forms, nb::handle a, Access access,
+                                     int peer, long long tag, std::optional<double> timeout,
+                                     bool async_op) {
+  Operands operands;
+  const Message m = message(call, a, access, tag, timeout, &operands);
+  return run_forms(call, async_op, std::move(operands), forms, peer, m.data, m.bytes, m.tag,
+                   m.deadline);
 }
 
 nb::object PyContext::send(nb::handle a, int dst, long long tag, std::optional<double> timeout,
                            bool async_op) {
-  const char* call = "send";
-  check_p2p_tag(call, tag);
-  Operands operands;
-  Buffer data = Buffer::acquire(a, call, "a", Access::kRead);
-  const milliseconds deadline = to_ms(call, timeout);
-  const void* pointer = data.data();
-  const size_t bytes = data.bytes();
-  operands.buffers.push_back(std::move(data));
-  return run(call, async_op, std::move(operands), [&](Context& c, bool blocking) {
-    if (!blocking) return c.isend(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
-    c.send(dst, pointer, bytes, static_cast<uint64_t>(tag), deadline);
-    return Work();
-  });
+  return point_to_point("send", GLOO_LITE_MEMBER_FORMS(send), a, Access::kRead, dst, tag, timeout,
+                        async_op);
 }
 
 nb::object PyContext::recv(nb::handle a, int src, long long tag, std::optional<double> timeout,
                            bool async_op) {
-  const char* call = "recv";
-  check_p2p_tag(call, tag);
-  Operands operands;
-  Buffer data = Buffer::acquire(a, call, "a", Access::kWrite);
-  const milliseconds deadline = to_ms(call, timeout);
-  void* pointer = data.data();
-  const size_t bytes = data.bytes();
-  operands.result = data.object();
-  operands.buffers.push_back(std::move(data));
-  return run(call, async_op, std::move(operands), [&](Context& c, bool blocking) {
-    if (!blocking) return c.irecv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
-    c.recv(src, pointer, bytes, static_cast<uint64_t>(tag), deadline);
-    return Work();
-  });
+  return point_to_point("recv", GLOO_LITE_MEMBER_FORMS(recv), a, Access::kWrite, src, tag, timeout,
+                        async_op);
 }
 
 int PyContext::recv_any(nb::handle a, const std::vector<int>& srcs, long long tag,
                         std::optional<double> timeout) {
   const char* call = "recv_any";
-  check_p2p_tag(call, tag);
   Operands operands;
-  Buffer data = Buffer::acquire(a, call, "a", Access::kWrite);
-  const milliseconds deadline = to_ms(call, timeout);
-  void* pointer = data.data();
-  const size_t bytes = data.bytes();
-  operands.buffers.push_back(std::move(data));
+  const Message m = message(call, a, Access::kWrite, tag, timeout, &operands);
+  // Not run_forms: the blocking form returns the source, the non-blocking one's Work holds it.
   int source = -1;
   run(
       call, false, std::move(operands),
       [&](Context& c, bool blocking) {
-        if (!blocking) {
-          return c.irecv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
-        }
-        source = c.recv_any(srcs, pointer, bytes, static_cast<uint64_t>(tag), deadline);
+        if (!blocking) return c.irecv_any(srcs, m.data, m.bytes, m.tag, m.deadline);
+        source = c.recv_any(srcs, m.data, m.bytes, m.tag, m.deadline);
         return Work();
       },
       &source);

@@ -1,7 +1,8 @@
 // gloo_lite.Context: one communicator, with every collective and point-to-point call on
-// buffer-protocol objects. Each call checks its arrays (buffer.h), starts the C++ non-blocking
-// form with the GIL released and either returns a Work (async_op=True) or waits for it
-// (interrupt.h) and returns the result array.
+// buffer-protocol objects. Each call checks its arrays (buffer.h), then with the GIL released
+// starts the C++ call (forms.h): its non-blocking form, returning a Work (async_op=True) or
+// waited for in slices (interrupt.h), or its blocking form in this thread; a call waited for
+// returns the result array.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -10,8 +11,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "forms.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "py_work.h"
@@ -78,11 +81,25 @@ class PyContext {
   // Starts the call and, unless async_op, waits for it; returns the result or a Work.
   nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
                  int* source = nullptr);
+  // run() with `forms` (forms.h) on this context and `args`, which the Start holds by
+  // reference: run() calls it before returning.
+  template <typename F, typename... Args>
+  nb::object run_forms(const char* call, bool async_op, Operands operands, const F& forms,
+                       const Args&... args) {
+    return run(call, async_op, std::move(operands),
+               [&](Context& c, bool blocking) { return forms(blocking, c, args...); });
+  }
+  // send and recv: `forms` on (peer, a's memory, its bytes, tag, timeout), `a` acquired with
+  // `access` (recv writes it and returns it). Defined in py_context.cc, its only user.
+  template <typename F>
+  nb::object point_to_point(const char* call, const F& forms, nb::handle a, Access access, int peer,
+                            long long tag, std::optional<double> timeout, bool async_op);
   CollectiveOptions collective_options(const char* call, const CallOptions& o) const;
   // Per-rank element counts: from `counts` (length size), or exchanged with an allgather when
-  // it is None and `mine` is given.
+  // it is None and `mine` (this rank's array, when it holds counts[rank]) is given; ValueError
+  // unless `mine` holds counts[rank] elements.
   std::vector<size_t> counts_of(const char* call, const char* name, nb::handle counts,
-                                std::optional<size_t> mine, const CallOptions& o);
+                                const Buffer* mine, const CallOptions& o);
 
   std::shared_ptr<Context> context_;
   int rank_;

@@ -36,6 +36,24 @@ void def_collective(nb::class_<PyContext>& cls, const char* name,
           "timeout"_a = nb::none(), "async_op"_a = false, doc);
 }
 
+using PointToPoint = nb::object (PyContext::*)(nb::handle, int, long long, std::optional<double>,
+                                               bool);
+
+// send or recv (async_op keyword-only) and its twin isend or irecv (always async_op=True);
+// `peer` names the rank argument.
+void def_point_to_point(nb::class_<PyContext>& cls, const char* name, const char* async_name,
+                        PointToPoint method, const char* peer, const char* doc,
+                        const char* async_doc) {
+  cls.def(name, method, "a"_a, nb::arg(peer), "tag"_a = 0, nb::kw_only(), "timeout"_a = nb::none(),
+          "async_op"_a = false, doc);
+  cls.def(
+      async_name,
+      [method](PyContext& c, nb::handle a, int peer, long long tag, std::optional<double> timeout) {
+        return (c.*method)(a, peer, tag, timeout, true);
+      },
+      "a"_a, nb::arg(peer), "tag"_a = 0, nb::kw_only(), "timeout"_a = nb::none(), async_doc);
+}
+
 std::chrono::milliseconds context_timeout(std::optional<double> seconds) {
   if (!seconds) return std::chrono::milliseconds(0);
   if (!(*seconds > 0)) throw nb::value_error("init: timeout must be a positive number of seconds");
@@ -119,28 +137,14 @@ void bind_context(nb::module_& m) {
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def(
           "__exit__", [](PyContext& c, nb::args) { c.close(); }, nb::arg("args"))
-      .def("send", &PyContext::send, "a"_a, "dst"_a, "tag"_a = 0, nb::kw_only(),
-           "timeout"_a = nb::none(), "async_op"_a = false, "Send a's bytes to rank dst.")
-      .def("recv", &PyContext::recv, "a"_a, "src"_a, "tag"_a = 0, nb::kw_only(),
-           "timeout"_a = nb::none(), "async_op"_a = false,
-           "Receive into a from rank src; returns a.")
       .def("recv_any", &PyContext::recv_any, "a"_a, "srcs"_a, "tag"_a = 0, nb::kw_only(),
            "timeout"_a = nb::none(),
-           "Receive into a from whichever of srcs sends first; returns that rank.")
-      .def(
-          "isend",
-          [](PyContext& c, nb::handle a, int dst, long long tag, std::optional<double> timeout) {
-            return c.send(a, dst, tag, timeout, true);
-          },
-          "a"_a, "dst"_a, "tag"_a = 0, nb::kw_only(), "timeout"_a = nb::none(),
-          "Non-blocking send: returns a Work.")
-      .def(
-          "irecv",
-          [](PyContext& c, nb::handle a, int src, long long tag, std::optional<double> timeout) {
-            return c.recv(a, src, tag, timeout, true);
-          },
-          "a"_a, "src"_a, "tag"_a = 0, nb::kw_only(), "timeout"_a = nb::none(),
-          "Non-blocking receive into a: returns a Work.");
+           "Receive into a from whichever of srcs sends first; returns that rank.");
+  def_point_to_point(cls, "send", "isend", &PyContext::send, "dst", "Send a's bytes to rank dst.",
+                     "Non-blocking send: returns a Work.");
+  def_point_to_point(cls, "recv", "irecv", &PyContext::recv, "src",
+                     "Receive into a from rank src; returns a.",
+                     "Non-blocking receive into a: returns a Work.");
 
   def_collective(cls, "allreduce", &PyContext::allreduce,
                  "Reduce a over all ranks; in place, or into out.", "a"_a, "op"_a = "sum",
