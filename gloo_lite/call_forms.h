@@ -1,27 +1,49 @@
-// For bindings (the C ABI, the Python module) that reach both forms of a collective through one
-// path: run_or_start(blocking, GLOO_LITE_CALL_FORMS(allreduce), context, args...) runs the
-// blocking form in the calling thread (an empty Work once it is done) or starts the
-// non-blocking one. A call the caller waits for at once must not take the non-blocking path: a
+// A call's blocking and non-blocking forms side by side, for bindings that reach both through
+// one path (the C ABI, the Python module): forms(blocking, args...) runs the blocking form in
+// the calling thread (returning an empty Work once it is done) or starts the non-blocking one
+// (returning its Work). A call the caller waits for at once must take the blocking form: a
 // hand-off to the stream's worker thread costs as much as a small collective.
 #pragma once
 
 #include <utility>
 
 #include "gloo_lite/collectives.h"
-
-// Both forms of the collective `name` as two callables (the API's names are overloaded, so they
-// cannot be passed as function pointers).
-#define GLOO_LITE_CALL_FORMS(name)                                                  \
-  [](auto&&... args) { ::gloo_lite::name(std::forward<decltype(args)>(args)...); }, \
-      [](auto&&... args) { return ::gloo_lite::i##name(std::forward<decltype(args)>(args)...); }
+#include "gloo_lite/context.h"
+#include "gloo_lite/work.h"
 
 namespace gloo_lite {
 
-template <typename Blocking, typename NonBlocking, typename... Args>
-Work run_or_start(bool blocking, Blocking run, NonBlocking start, Args&&... args) {
-  if (!blocking) return start(std::forward<Args>(args)...);
-  run(std::forward<Args>(args)...);
-  return Work();
+template <typename Blocking, typename NonBlocking>
+struct CallForms {
+  Blocking run;       // returns once the call is done
+  NonBlocking start;  // returns the call's Work
+
+  template <typename... Args>
+  Work operator()(bool blocking, Args&&... args) const {
+    if (!blocking) return start(std::forward<Args>(args)...);
+    run(std::forward<Args>(args)...);
+    return Work();
+  }
+};
+
+template <typename Blocking, typename NonBlocking>
+CallForms<Blocking, NonBlocking> call_forms(Blocking run, NonBlocking start) {
+  return {run, start};
 }
 
 }  // namespace gloo_lite
+
+// The forms of the collective gloo_lite::name and gloo_lite::iname. Lambdas, not function
+// pointers: the API's names are overloaded.
+#define GLOO_LITE_FORMS(name)                                                           \
+  ::gloo_lite::call_forms(                                                              \
+      [](auto&&... args) { ::gloo_lite::name(std::forward<decltype(args)>(args)...); }, \
+      [](auto&&... args) { return ::gloo_lite::i##name(std::forward<decltype(args)>(args)...); })
+
+// The forms of the Context member `name` and its non-blocking twin `iname` (send, isend).
+#define GLOO_LITE_MEMBER_FORMS(name)                                                             \
+  ::gloo_lite::call_forms([](::gloo_lite::Context& c,                                            \
+                             auto&&... args) { c.name(std::forward<decltype(args)>(args)...); }, \
+                          [](::gloo_lite::Context& c, auto&&... args) {                          \
+                            return c.i##name(std::forward<decltype(args)>(args)...);             \
+                          })

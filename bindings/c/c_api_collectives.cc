@@ -17,69 +17,68 @@ using Op = gloo_lite_op_t;
 
 Work start_allreduce(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
                      Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allreduce), context_of(c), in, out, n,
-                      type_of(t), op_of(op), options_of(o, op));
+  return GLOO_LITE_FORMS(allreduce)(blocking, context_of(c), in, out, n, type_of(t), op_of(op),
+                                    options_of(o, op));
 }
 Work start_reduce(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
                   int root, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce), context_of(c), in, out, n, type_of(t),
-                      op_of(op), root, options_of(o, op));
+  return GLOO_LITE_FORMS(reduce)(blocking, context_of(c), in, out, n, type_of(t), op_of(op), root,
+                                 options_of(o, op));
 }
 Work start_reduce_scatter(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Op op,
                           Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce_scatter), context_of(c), in, out, n,
-                      type_of(t), op_of(op), options_of(o, op));
+  return GLOO_LITE_FORMS(reduce_scatter)(blocking, context_of(c), in, out, n, type_of(t), op_of(op),
+                                         options_of(o, op));
 }
 Work start_reduce_scatterv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
                            Op op, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(reduce_scatterv), context_of(c), in, out,
-                      counts_of(c, n, "recv_counts"), type_of(t), op_of(op), options_of(o, op));
+  return GLOO_LITE_FORMS(reduce_scatterv)(blocking, context_of(c), in, out,
+                                          counts_of(c, n, "recv_counts"), type_of(t), op_of(op),
+                                          options_of(o, op));
 }
 Work start_allgather(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allgather), context_of(c), in, out, n,
-                      type_of(t), options_of(o));
+  return GLOO_LITE_FORMS(allgather)(blocking, context_of(c), in, out, n, type_of(t), options_of(o));
 }
 Work start_allgatherv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
                       Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(allgatherv), context_of(c), in, out,
-                      counts_of(c, n, "counts"), type_of(t), options_of(o));
+  return GLOO_LITE_FORMS(allgatherv)(blocking, context_of(c), in, out, counts_of(c, n, "counts"),
+                                     type_of(t), options_of(o));
 }
 Work start_gather(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, int root,
                   Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(gather), context_of(c), in, out, n, type_of(t),
-                      root, options_of(o));
+  return GLOO_LITE_FORMS(gather)(blocking, context_of(c), in, out, n, type_of(t), root,
+                                 options_of(o));
 }
 Work start_gatherv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
                    int root, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(gatherv), context_of(c), in, out,
-                      counts_of(c, n, "counts"), type_of(t), root, options_of(o));
+  return GLOO_LITE_FORMS(gatherv)(blocking, context_of(c), in, out, counts_of(c, n, "counts"),
+                                  type_of(t), root, options_of(o));
 }
 Work start_scatter(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, int root,
                    Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(scatter), context_of(c), in, out, n,
-                      type_of(t), root, options_of(o));
+  return GLOO_LITE_FORMS(scatter)(blocking, context_of(c), in, out, n, type_of(t), root,
+                                  options_of(o));
 }
 Work start_scatterv(bool blocking, Ctx c, const void* in, void* out, const size_t* n, Type t,
                     int root, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(scatterv), context_of(c), in, out,
-                      counts_of(c, n, "counts"), type_of(t), root, options_of(o));
+  return GLOO_LITE_FORMS(scatterv)(blocking, context_of(c), in, out, counts_of(c, n, "counts"),
+                                   type_of(t), root, options_of(o));
 }
 Work start_broadcast(bool blocking, Ctx c, void* data, size_t n, Type t, int root, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(broadcast), context_of(c), data, n, type_of(t),
-                      root, options_of(o));
+  return GLOO_LITE_FORMS(broadcast)(blocking, context_of(c), data, n, type_of(t), root,
+                                    options_of(o));
 }
 Work start_alltoall(bool blocking, Ctx c, const void* in, void* out, size_t n, Type t, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(alltoall), context_of(c), in, out, n,
-                      type_of(t), options_of(o));
+  return GLOO_LITE_FORMS(alltoall)(blocking, context_of(c), in, out, n, type_of(t), options_of(o));
 }
 Work start_alltoallv(bool blocking, Ctx c, const void* in, const size_t* sn, void* out,
                      const size_t* rn, Type t, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(alltoallv), context_of(c), in,
-                      counts_of(c, sn, "send_counts"), out, counts_of(c, rn, "recv_counts"),
-                      type_of(t), options_of(o));
+  return GLOO_LITE_FORMS(alltoallv)(blocking, context_of(c), in, counts_of(c, sn, "send_counts"),
+                                    out, counts_of(c, rn, "recv_counts"), type_of(t),
+                                    options_of(o));
 }
 Work start_barrier(bool blocking, Ctx c, Opts o) {
-  return run_or_start(blocking, GLOO_LITE_CALL_FORMS(barrier), context_of(c), options_of(o));
+  return GLOO_LITE_FORMS(barrier)(blocking, context_of(c), options_of(o));
 }
 
 }  // namespace

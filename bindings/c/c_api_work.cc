@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bindings/c/c_api_support.h"
+#include "gloo_lite/call_forms.h"
 
 using namespace gloo_lite;
 using namespace gloo_lite::c_api;
@@ -25,19 +26,13 @@ Context& checked(gloo_lite_context_t* c, int peer, const void* data, size_t byte
 // Point-to-point, both forms (the blocking one in the calling thread, like the collectives').
 Work start_send(bool blocking, gloo_lite_context_t* c, int peer, const void* data, size_t bytes,
                 uint64_t tag, int64_t timeout_ms) {
-  Context& context = checked(c, peer, data, bytes);
-  auto timeout = timeout_of(timeout_ms, "timeout_ms");
-  if (!blocking) return context.isend(peer, data, bytes, p2p_tag_of(tag), timeout);
-  context.send(peer, data, bytes, p2p_tag_of(tag), timeout);
-  return Work();
+  return GLOO_LITE_MEMBER_FORMS(send)(blocking, checked(c, peer, data, bytes), peer, data, bytes,
+                                      p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
 Work start_recv(bool blocking, gloo_lite_context_t* c, int peer, void* data, size_t bytes,
                 uint64_t tag, int64_t timeout_ms) {
-  Context& context = checked(c, peer, data, bytes);
-  auto timeout = timeout_of(timeout_ms, "timeout_ms");
-  if (!blocking) return context.irecv(peer, data, bytes, p2p_tag_of(tag), timeout);
-  context.recv(peer, data, bytes, p2p_tag_of(tag), timeout);
-  return Work();
+  return GLOO_LITE_MEMBER_FORMS(recv)(blocking, checked(c, peer, data, bytes), peer, data, bytes,
+                                      p2p_tag_of(tag), timeout_of(timeout_ms, "timeout_ms"));
 }
 // The peers of a receive from any of them, checked.
 std::vector<int> peers_of(gloo_lite_context_t* c, const int* peers, size_t peer_count, void* data,

@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "forms.h"
+#include "gloo_lite/call_forms.h"
 #include "gloo_lite/collective_info.h"
 #include "py_context.h"
 

@@ -1,8 +1,8 @@
 // gloo_lite.Context: one communicator, with every collective and point-to-point call on
 // buffer-protocol objects. Each call checks its arrays (buffer.h), then with the GIL released
-// starts the C++ call (forms.h): its non-blocking form, returning a Work (async_op=True) or
-// waited for in slices (interrupt.h), or its blocking form in this thread; a call waited for
-// returns the result array.
+// starts the C++ call (gloo_lite/call_forms.h): its non-blocking form, returning a Work
+// (async_op=True) or waited for in slices (interrupt.h), or its blocking form in this thread; a
+// call waited for returns the result array.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "forms.h"
+#include "gloo_lite/call_forms.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "py_work.h"
@@ -81,8 +81,8 @@ class PyContext {
   // Starts the call and, unless async_op, waits for it; returns the result or a Work.
   nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
                  int* source = nullptr);
-  // run() with `forms` (forms.h) on this context and `args`, which the Start holds by
-  // reference: run() calls it before returning.
+  // run() with `forms` (gloo_lite/call_forms.h) on this context and `args`, which the Start holds
+  // by reference: run() calls it before returning.
   template <typename F, typename... Args>
   nb::object run_forms(const char* call, bool async_op, Operands operands, const F& forms,
                        const Args&... args) {
