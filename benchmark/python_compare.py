@@ -27,7 +27,14 @@ WORKER = os.path.join(HERE, "python_compare_worker.py")
 sys.path.insert(0, HERE)
 
 from compare_lib import model  # noqa: E402
-from compare_lib.runner import MPI_COMMON, MPI_VARIANT_OPTS, Runner, find_build  # noqa: E402
+from compare_lib.runner import (  # noqa: E402
+    MPI_COMMON,
+    MPI_VARIANT_OPTS,
+    Meter,
+    Runner,
+    find_build,
+    wait_quiet,
+)
 
 COLLECTIVES = ("allreduce", "allgather", "broadcast")
 # label -> (worker library, what the import check asks for, how it is launched)
@@ -78,14 +85,19 @@ def importable(python, module, attribute, env, cwd):
     return result.returncode == 0, result.stderr.strip().splitlines()[-1:] or [""]
 
 
-def launch(cmd, env, timeout, cwd):
-    """Runs one launch; returns (records, meta, error)."""
+def launch(cmd, env, args):
+    """Runs one launch after waiting for a quiet machine; returns (records, meta, error). Each
+    record gets 'foreign': the cores that other processes used meanwhile (compare's Meter)."""
+    waited, cores, quiet = wait_quiet(args.quiet_cores, args.quiet_wait)
+    if not quiet:
+        log("  still %.2f cores busy after %.0f s; running anyway" % (cores, waited))
     start = time.time()
     try:
-        result = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
-                                timeout=timeout)
+        with Meter() as meter:
+            result = subprocess.run(cmd, env=env, cwd=args.scratch, capture_output=True,
+                                    text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        return [], {}, "timed out after %d s" % timeout
+        return [], {}, "timed out after %d s" % args.timeout
     records, meta = [], {}
     for line in result.stdout.splitlines():
         # gloo_lite_run tags every line "[rank] "; only rank 0 prints these.
@@ -97,11 +109,13 @@ def launch(cmd, env, timeout, cwd):
                     meta = value
                 else:
                     target.append(value)
+    for rec in records:
+        rec["foreign"] = meter.foreign
     error = None
     if result.returncode != 0:
         error = "exit status %d: %s" % (result.returncode, result.stderr.strip()[-600:])
-    log("  %d cases in %.1f s%s" % (len(records), time.time() - start,
-                                      " (" + error + ")" if error else ""))
+    log("  %d cases in %.1f s, foreign load %.2f cores%s" % (
+        len(records), time.time() - start, meter.foreign, " (" + error + ")" if error else ""))
     return records, meta, error
 
 
@@ -179,6 +193,7 @@ def report(table, reference, labels, Ps, sizes, collectives):
         headings += [TITLES[label] + " us", "GB/s"]
     if "gloo_lite" in labels:
         headings += [TITLES[m] + " / GL" for m in mpis]
+    headings.append("noise")
     rows = []
     wrong = []
     for coll in collectives:
@@ -197,9 +212,14 @@ def report(table, reference, labels, Ps, sizes, collectives):
                     for m in mpis:
                         rec = table.get((m, coll, P, size))
                         row.append(fmt(rec["time_us"] / gl["time_us"]) if rec and gl else "-")
+                noise = [r.get("foreign") for r in (table.get((label, coll, P, size))
+                                                    for label in labels) if r]
+                noise = [n for n in noise if n is not None]
+                row.append(fmt(max(noise)) if noise else "-")
                 rows.append(row)
     parts.append("Time per call (max over ranks of the mean), busbw in GB/s (1e9) from 64 KiB;\n"
-                 "ratios: mpi4py time / gloo_lite time (above 1: gloo_lite is faster).\n\n"
+                 "ratios: mpi4py time / gloo_lite time (above 1: gloo_lite is faster); noise: "
+                 "the most\ncores other processes used during the row's launches.\n\n"
                  + markdown(headings, rows))
     # 2. Python-level overhead at 8 B.
     if "gloo_lite" in labels:
@@ -268,6 +288,10 @@ def parse_args():
     parser.add_argument("--build", help="gloo_lite build holding tools/gloo_lite_run and "
                                         "benchmark/gloo_lite_bench (default: build-bench, build)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per launch")
+    parser.add_argument("--quiet-cores", type=float, default=0.25,
+                        help="before each launch wait until fewer cores are busy (default 0.25)")
+    parser.add_argument("--quiet-wait", type=float, default=10,
+                        help="but at most this many seconds (default 10)")
     parser.add_argument("--json", help="write every record here")
     parser.add_argument("--markdown", help="write the tables here too")
     args = parser.parse_args()
@@ -315,7 +339,7 @@ def main():
             for label in labels:
                 log("pass %d, P=%d, %s" % (pass_no + 1, P, label))
                 recs, meta, error = launch(worker_cmd(label, P, args.sizes, args, build), env,
-                                           args.timeout, args.scratch)
+                                           args)
                 records += recs
                 metas[label] = meta or metas.get(label)
                 failed = failed or error is not None

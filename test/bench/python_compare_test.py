@@ -65,7 +65,7 @@ class Report(unittest.TestCase):
         self.records = [
             record("gloo_lite", "allreduce", 2, 8, 8, 30.0),
             record("gloo_lite", "allreduce", 2, 8, 8, 25.0),  # the faster pass wins
-            record("mpi4py_tcp", "allreduce", 2, 8, 8, 50.0),
+            dict(record("mpi4py_tcp", "allreduce", 2, 8, 8, 50.0), foreign=0.1),
             record("gloo_lite", "allreduce", 2, big, big, 10000.0),
             record("mpi4py_tcp", "allreduce", 2, big, big, 20000.0),
         ]
@@ -78,9 +78,9 @@ class Report(unittest.TestCase):
         self.assertFalse(wrong)
         lines = text.splitlines()
         # 50 / 25 at 8 B, 20000 / 10000 at 16 MiB.
-        self.assertIn("| allreduce | 2 | 8B | 25.0 | - | 50.0 | - | 2.00 |", lines)
+        self.assertIn("| allreduce | 2 | 8B | 25.0 | - | 50.0 | - | 2.00 | 0.10 |", lines)
         # busbw = 16 MiB / 10 ms * 2 (P - 1) / P = 1.678 GB/s.
-        self.assertIn("| allreduce | 2 | 16M | 10000 | 1.678 | 20000 | 0.839 | 2.00 |", lines)
+        self.assertIn("| allreduce | 2 | 16M | 10000 | 1.678 | 20000 | 0.839 | 2.00 | - |", lines)
         # overhead: 25 us in Python - 20 us in C++.
         self.assertIn("| allreduce | 2 | 25.0 | 20.0 | 5.00 | 50.0 |", lines)
         self.assertIn("| allreduce | 2 | 1.678 | 0.839 | 2.00 |", lines)
@@ -94,7 +94,7 @@ class Report(unittest.TestCase):
 
     def test_mpi_only(self):
         text, _ = pc.report(pc.best(self.records), {}, ["mpi4py_tcp"], [2], [8], ["allreduce"])
-        self.assertIn("| allreduce | 2 | 8B | 50.0 | - |", text.splitlines())
+        self.assertIn("| allreduce | 2 | 8B | 50.0 | - | 0.10 |", text.splitlines())
         self.assertNotIn("overhead", text)
 
 
