@@ -35,10 +35,10 @@ check_overlap_tables() {
       for (i = 8; i <= 10; ++i) if ($i !~ /^[0-9]+(\.[0-9]+)?$/ || $i + 0 <= 0) bad("bad time " $i)
       if ($11 !~ /^-?[0-9]+\.[0-9][0-9]$/) bad("bad overlap " $11)
       if ($12 != "0") bad("wrong elements")
-      # comp is the calibrated loop alone: at least half of MS even on a fast core (it was
-      # calibrated on this machine), and total runs the same loop.
+      # comp is the loop calibrated to MS ms on an undisturbed core, and total runs it too:
+      # other load only lengthens them, so neither may come out much below MS.
       if ($9 < ms * 500) bad("computation shorter than " ms / 2 " ms")
-      if ($10 < $9 / 2) bad("total shorter than half the computation")
+      if ($10 < ms * 500) bad("total shorter than " ms / 2 " ms")
       ++rows
     }
     END { print rows + 0 }' "$out") || fail "malformed rows"
@@ -59,8 +59,11 @@ for row in rows:
     assert keys <= row.keys(), f"missing {keys - row.keys()}"
     assert row["wrong"] == 0 and row["iterations"] == 3, row
     comm, comp, total = row["comm_us"], row["comp_us"], row["total_us"]
-    expected = (comm + comp - total) / min(comm, comp)
-    assert abs(row["overlap"] - expected) <= 1e-3 * max(1, abs(expected)), (row, expected)
+    shorter = min(comm, comp)
+    expected = (comm + comp - total) / shorter
+    # The times are printed to 6 significant digits: their rounding, divided by a short comm.
+    slack = 1e-5 * (comm + comp + total) / shorter + 1e-4 * max(1, abs(expected))
+    assert abs(row["overlap"] - expected) <= slack, (row, expected, slack)
 PY
 }
 
