@@ -16,6 +16,7 @@ from --gloo-lite-path); without it the mpi4py columns still run. See docs/benchm
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ def log(message):
 
 def sweep(first, last, factor):
     """first, first*factor, ... up to last, and last itself: -b 8 -e 64M -f 8 gives 8 B ... 16 MiB
-    (8^8 * 8) and 64 MiB."""
+    (8 * 8^7) and 64 MiB."""
     sizes = []
     size = first
     while size <= last:
@@ -323,6 +324,8 @@ def main():
                                                                       why[0]))
         elif how == "gloo_lite_run" and not build:
             log("skipping %s: no build with tools/gloo_lite_run (--build)" % label)
+        elif how != "gloo_lite_run" and not shutil.which("mpirun"):
+            log("skipping %s: no mpirun (scripts/install-compare-deps.sh)" % label)
         else:
             labels.append(label)
     if not labels:
