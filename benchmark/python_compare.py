@@ -8,6 +8,7 @@ time minus gloo_lite_bench's C++ time in the same run) and the bandwidth at 16 M
     benchmark/python_compare.py [-p "2 4 8"] [-b 8] [-e 64M] [-f 8] [--passes 1]
                                 [--libs gloo_lite,mpi4py_tcp,mpi4py_shm] [--python PY]
                                 [--gloo-lite-path DIR] [--build DIR] [--json F] [--markdown F]
+    benchmark/python_compare.py --from-json run1.json,run2.json   # retable, merged
 
 A manual comparison (minutes; not in CI). Needs scripts/install-compare-deps.sh (Open MPI,
 numpy, mpi4py) and, for the gloo_lite columns, the Python module importable by --python (or
@@ -295,6 +296,8 @@ def parse_args():
                         help="but at most this many seconds (default 10)")
     parser.add_argument("--json", help="write every record here")
     parser.add_argument("--markdown", help="write the tables here too")
+    parser.add_argument("--from-json", metavar="F[,F...]",
+                        help="run nothing: the tables of earlier runs' --json files, merged")
     args = parser.parse_args()
     args.Ps = [int(p) for p in args.ranks.replace(",", " ").split()]
     args.sizes = sweep(model.parse_size(args.minbytes), model.parse_size(args.maxbytes),
@@ -309,8 +312,8 @@ def parse_args():
     return args
 
 
-def main():
-    args = parse_args()
+def run_all(args):
+    """Every launch of every pass; returns (records, metas, reference, labels, failed)."""
     # gloo_lite_bench's JSON files; also the ranks' working directory (see importable).
     args.scratch = tempfile.mkdtemp(prefix="python_compare.")
     env = python_env(args.gloo_lite_path)
@@ -328,14 +331,12 @@ def main():
             log("skipping %s: no mpirun (scripts/install-compare-deps.sh)" % label)
         else:
             labels.append(label)
+    records, metas, reference, failed = [], {}, {}, False
     if not labels:
-        log("nothing to run (scripts/install-compare-deps.sh installs numpy and mpi4py)")
-        return 2
-    collectives = args.collectives.split(",")
+        return records, metas, reference, labels, failed
     log("sizes %s, P %s, %s; load average %s" % (
         ",".join(model.format_size(s) for s in args.sizes), args.ranks, ",".join(labels),
         open("/proc/loadavg").read().split()[0]))
-    records, metas, reference, failed = [], {}, {}, False
     for pass_no in range(args.passes):
         for P in args.Ps:
             # The libraries back to back at each P, so that a noisy minute touches all of them.
@@ -348,10 +349,43 @@ def main():
                 failed = failed or error is not None
                 if label == "gloo_lite":
                     # Right after the module's run, so that both see the same machine.
-                    for key, value in bench_reference(build, P, collectives, args).items():
+                    for key, value in bench_reference(build, P, args.collectives.split(","),
+                                                      args).items():
                         reference[key] = min(value, reference.get(key, value))
-    table = best(records)
-    text, wrong = report(table, reference, labels, args.Ps, args.sizes, collectives)
+    return records, metas, reference, labels, failed
+
+
+def load_runs(paths):
+    """--from-json: the records of earlier runs' --json files, merged (the fastest pass of
+    each case wins, as within one run)."""
+    records, metas, reference = [], {}, {}
+    for path in paths:
+        with open(path) as file:
+            run = json.load(file)
+        records += run["records"]
+        metas.update({k: v for k, v in run["meta"].items() if v})
+        for ref in run["gloo_lite_bench_8B"]:
+            key = (ref["coll"], ref["P"])
+            reference[key] = min(ref["time_us"], reference.get(key, ref["time_us"]))
+    labels = [label for label in LIBS if any(r["variant"] == label for r in records)]
+    return records, metas, reference, labels
+
+
+def main():
+    args = parse_args()
+    failed = False
+    if args.from_json:
+        records, metas, reference, labels = load_runs(args.from_json.split(","))
+        args.Ps = sorted({r["P"] for r in records})
+        args.sizes = sorted({r["size"] for r in records})
+    else:
+        records, metas, reference, labels, failed = run_all(args)
+    if not labels:
+        log("nothing to run (scripts/install-compare-deps.sh installs numpy and mpi4py)")
+        return 2
+    collectives = [c for c in args.collectives.split(",")
+                   if any(r["coll"] == c for r in records)]
+    text, wrong = report(best(records), reference, labels, args.Ps, args.sizes, collectives)
     header = "python_compare: %s; load average at the end %s\n\n" % (
         "; ".join("%s: %s" % (TITLES[k], (v or {}).get("version", "?")) for k, v in metas.items()),
         open("/proc/loadavg").read().split()[0])
@@ -362,7 +396,8 @@ def main():
     if args.json:
         with open(args.json, "w") as file:
             json.dump({"meta": metas, "records": records,
-                       "gloo_lite_bench_8B_us": {"%s P=%d" % k: v for k, v in reference.items()}},
+                       "gloo_lite_bench_8B": [{"coll": c, "P": P, "time_us": t}
+                                              for (c, P), t in reference.items()]},
                       file, indent=1)
     return 1 if failed or wrong else 0
 
