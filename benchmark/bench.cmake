@@ -8,6 +8,8 @@ add_executable(gloo_lite_bench
   ${CMAKE_CURRENT_LIST_DIR}/bench_sweep.cc
   ${CMAKE_CURRENT_LIST_DIR}/bench_report.cc
   ${CMAKE_CURRENT_LIST_DIR}/bench_json.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bench_compute.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bench_overlap.cc
 )
 target_compile_definitions(gloo_lite_bench PRIVATE GLOO_LITE_BENCH_VERSION="${PROJECT_VERSION}")
 target_link_libraries(gloo_lite_bench PRIVATE gloo_lite::gloo_lite)

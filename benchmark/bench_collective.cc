@@ -130,6 +130,32 @@ void CollectiveCall::run() const {
   }
 }
 
+Work CollectiveCall::start() const {
+  const Setup& s = setup_;
+  size_t count = s.shape.count;
+  switch (s.info->kind) {
+    case Kind::kAllreduce:
+      return iallreduce(context_, input_, output_, count, s.type, s.op, s.options);
+    case Kind::kReduce:
+      return ireduce(context_, input_, output_, count, s.type, s.op, s.root, s.options);
+    case Kind::kReduceScatter:
+      return ireduce_scatter(context_, input_, output_, count, s.type, s.op, s.options);
+    case Kind::kAllgather:
+      return iallgather(context_, input_, output_, count, s.type, s.options);
+    case Kind::kGather:
+      return igather(context_, input_, output_, count, s.type, s.root, s.options);
+    case Kind::kScatter:
+      return iscatter(context_, input_, output_, count, s.type, s.root, s.options);
+    case Kind::kBroadcast:
+      return ibroadcast(context_, output_, count, s.type, s.root, s.options);
+    case Kind::kAlltoall:
+      return ialltoall(context_, input_, output_, count, s.type, s.options);
+    case Kind::kBarrier:
+      return ibarrier(context_, s.options);
+  }
+  return Work();
+}
+
 namespace {
 
 struct Extents {

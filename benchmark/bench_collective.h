@@ -79,7 +79,10 @@ struct Setup {
 class CollectiveCall {
  public:
   CollectiveCall(Context& context, const Setup& setup, Buffers& buffers);
+  // The blocking call.
   void run() const;
+  // The same call, non-blocking (i<collective>): the buffers are the call's until the Work ends.
+  Work start() const;
   // Writes the deterministic inputs (bench_values.h) where this rank's call reads them.
   void fill_inputs() const;
   // Wrong elements in this rank's result (0 on ranks that receive nothing).

@@ -10,13 +10,16 @@ namespace gloo_lite::bench {
 
 class JsonReport {
  public:
-  // Adds the row's measured forms (a form the collective lacks is left out).
+  // Adds the row's measured forms (a form the collective lacks is left out), or with --overlap
+  // its overlap times: comm_us, comp_us, total_us, overlap.
   void add(const Row& row);
   // Writes the array; throws gloo_lite::Error naming the file when it cannot.
   void write(const std::string& path) const;
 
  private:
   void add_form(const Row& row, const Timing& timing, bool in_place);
+  void add_overlap(const Row& row);
+  void append(const std::string& object);
   std::string objects_;
 };
 

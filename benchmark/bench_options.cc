@@ -33,6 +33,11 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
   -I, --per-iteration      time every iteration and print its p50 and p99 (max over ranks)
   -t, --transport NAME     tcp or ibverbs (when built with libibverbs); sets GLOO_LITE_TRANSPORT
                            for this run (default: GLOO_LITE_TRANSPORT, else tcp)
+      --overlap MS         instead of the bandwidth tables: per size, the blocking call's
+                           time, MS ms of CPU-bound computation alone, and the non-blocking
+                           call started before the computation and waited for after it, with
+                           overlap = (comm + comp - total) / min(comm, comp): 1 = fully hidden,
+                           0 = none (default sizes with --overlap: -b 16M -e 16M)
   -v, --verbose            progress on stderr even when it is not a terminal
   -h, --help               this text
 Sizes are bytes per rank buffer as in nccl-tests: for reduce_scatter, allgather, gather, scatter
@@ -64,7 +69,7 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-enum LongOnly { kCollective = 1000, kJson, kSizeTime };
+enum LongOnly { kCollective = 1000, kJson, kSizeTime, kOverlap };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -85,6 +90,7 @@ const option kLongOptions[] = {
     {"collective", required_argument, nullptr, kCollective},
     {"json", required_argument, nullptr, kJson},
     {"size-time", required_argument, nullptr, kSizeTime},
+    {"overlap", required_argument, nullptr, kOverlap},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -146,6 +152,14 @@ void apply(Options& options, int flag, const char* value, const char* word) {
       options.seconds_per_size = std::strtod(value, nullptr);
       if (!(options.seconds_per_size > 0)) usage_error("--size-time wants seconds > 0");
       break;
+    case kOverlap: {
+      char* end = nullptr;
+      options.overlap_ms = std::strtod(value, &end);
+      if (end == value || *end != '\0' || !(options.overlap_ms > 0)) {
+        usage_error(std::string("--overlap wants milliseconds > 0, got '") + value + "'");
+      }
+      break;
+    }
     case 'h':
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -159,9 +173,11 @@ void apply(Options& options, int flag, const char* value, const char* word) {
 Options parse_options(int argc, char** argv) {
   Options options;
   opterr = 0;  // usage_error says what was wrong
+  bool sizes_given = false;
   int flag;
   while ((flag = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:A:t:Ivh", kLongOptions, nullptr)) !=
          -1) {
+    sizes_given = sizes_given || flag == 'b' || flag == 'e';
     try {
       apply(options, flag, optarg, argv[std::min(optind, argc) - 1]);
     } catch (const Error& error) {  // parse_bytes, parse_type, parse_op
@@ -169,6 +185,11 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (optind < argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (options.overlap_ms > 0) {
+    // 16 MiB: large enough that the transfer takes milliseconds at every P, as issue 10 asks.
+    if (!sizes_given) options.min_bytes = options.max_bytes = 16ull << 20;
+    if (options.per_iteration) usage_error("-I does not apply to --overlap");
+  }
   if (options.min_bytes > options.max_bytes) usage_error("-b is larger than -e");
   if (options.algorithms.empty()) options.algorithms = {"auto"};
   if (options.collectives.empty()) options.collectives = {"allreduce"};

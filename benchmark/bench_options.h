@@ -27,6 +27,9 @@ struct Options {
   bool per_iteration = false;            // -I
   std::string transport;                 // -t; empty: GLOO_LITE_TRANSPORT decides
   bool verbose = false;                  // -v
+  // --overlap MS: time each size blocking, MS ms of computation alone, and the non-blocking
+  // form around the computation (bench_overlap.h); 0: off.
+  double overlap_ms = 0;
 };
 
 // Parses argv; prints usage and exits 0 on -h, 2 on a malformed command line (with a message

@@ -10,6 +10,7 @@ constexpr const char* kPrefix = "%12s  %12s  %8s  %6s  %6s";
 constexpr const char* kPrefixHeading = "#%11s  %12s  %8s  %6s  %6s";  // the same, after a '#'
 constexpr const char* kForm = "  %8s  %7s  %7s  %6s";
 constexpr const char* kPercentiles = "  %8s  %8s";
+constexpr const char* kOverlapForm = "  %2s  %9s  %9s  %9s  %7s  %6s";
 
 std::string format(const char* pattern, double value) {
   char text[32];
@@ -57,6 +58,12 @@ void print_run_header(const RunDescription& run, const Options& options) {
   }
   std::printf("#  collective %s  algorithm %s  type %s  op %s  root %d\n", collectives.c_str(),
               algorithms.c_str(), type_name(options.type), op_name(options.op), options.root);
+  if (options.overlap_ms > 0) {
+    std::printf(
+        "#  overlap: %.3g ms of computation per call (a multiply-add chain calibrated on each "
+        "rank: %s steps)\n",
+        options.overlap_ms, run.compute_steps.c_str());
+  }
   std::printf("#\n# Using ranks\n");
   for (size_t rank = 0; rank < run.rank_lines.size(); ++rank) {
     std::printf("#  Rank %2zu %s\n", rank, run.rank_lines[rank].c_str());
@@ -65,9 +72,48 @@ void print_run_header(const RunDescription& run, const Options& options) {
 }
 
 Table::Table(const CollectiveInfo& info, const Options& options)
-    : info_(info), per_iteration_(options.per_iteration), check_(options.check) {}
+    : info_(info),
+      overlap_ms_(options.overlap_ms),
+      per_iteration_(options.per_iteration),
+      check_(options.check) {}
+
+void Table::print_overlap_header(const std::string& algorithm) const {
+  std::printf(
+      "#\n# Collective %s, algorithm %s, overlap with %.3g ms of computation (the last "
+      "column: what the library ran)\n",
+      info_.name, algorithm.c_str(), overlap_ms_);
+  std::printf(
+      "#  comm: the blocking call; comp: the computation alone; total: the non-blocking call "
+      "started,\n#  the computation, wait; overlap = (comm + comp - total) / min(comm, comp); "
+      "ip: in place\n");
+  std::printf(kPrefixHeading, "size", "count", "type", "redop", "root");
+  std::printf(kOverlapForm, "ip", "comm", "comp", "total", "overlap", "#wrong");
+  std::printf("  algo\n");
+  std::printf(kPrefixHeading, "(B)", "(elements)", "", "", "");
+  std::printf(kOverlapForm, "", "(us)", "(us)", "(us)", "", "");
+  std::printf("\n");
+}
+
+void Table::print_overlap(const OverlapTiming& timing) {
+  if (!timing.measured) {
+    std::printf(kOverlapForm, "N/A", "N/A", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  overlap_sum_ += timing.overlap;
+  ++overlap_count_;
+  if (timing.wrong > 0) wrong_ += timing.wrong;
+  std::string wrong = timing.wrong >= 0 ? std::to_string(timing.wrong) : "N/A";
+  std::printf(kOverlapForm, timing.in_place ? "1" : "0", format_time(timing.comm_us).c_str(),
+              format_time(timing.comp_us).c_str(), format_time(timing.total_us).c_str(),
+              format("%.2f", timing.overlap).c_str(), wrong.c_str());
+}
 
 void Table::print_header(const std::string& algorithm) const {
+  if (overlap_ms_ > 0) {
+    print_overlap_header(algorithm);
+    std::fflush(stdout);
+    return;
+  }
   std::string form_format = std::string(kForm) + (per_iteration_ ? kPercentiles : "");
   char prefix[128];
   char form[128];
@@ -117,6 +163,7 @@ void Table::print_unsupported(const Row& row) {
   Row unmeasured = row;
   unmeasured.out_of_place = Timing{};
   unmeasured.in_place = Timing{};
+  unmeasured.overlap = OverlapTiming{};
   unmeasured.chosen = "unsupported";
   print_row(unmeasured);
 }
@@ -127,8 +174,12 @@ void Table::print_row(const Row& row) {
               std::to_string(row.shape.elements).c_str(), barrier ? "none" : type_name(row.type),
               info_.reduces ? op_name(row.op) : "none",
               std::to_string(info_.rooted ? row.root : -1).c_str());
-  print_form(row, row.out_of_place);
-  print_form(row, row.in_place);
+  if (overlap_ms_ > 0) {
+    print_overlap(row.overlap);
+  } else {
+    print_form(row, row.out_of_place);
+    print_form(row, row.in_place);
+  }
   std::printf("  %s\n", row.chosen.c_str());
   std::fflush(stdout);
 }
@@ -140,7 +191,13 @@ void Table::print_footer() const {
   } else {
     std::printf("# Out of bounds values : not checked (-c 0)\n");
   }
-  if (busbw_count_ > 0) {
+  if (overlap_ms_ > 0) {
+    if (overlap_count_ > 0) {
+      std::printf("# Avg overlap          : %.4f \n", overlap_sum_ / overlap_count_);
+    } else {
+      std::printf("# Avg overlap          : N/A (nothing measured)\n");
+    }
+  } else if (busbw_count_ > 0) {
     std::printf("# Avg bus bandwidth    : %.4f \n", busbw_sum_ / busbw_count_);
   } else {
     std::printf("# Avg bus bandwidth    : N/A (%s)\n",

@@ -20,11 +20,13 @@ struct RunDescription {
   int ranks = 0;
   double ranks_per_core = 0;            // on the busiest host, as the tuner sees it
   std::vector<std::string> rank_lines;  // "pid 123 on host", one per rank
+  std::string compute_steps;            // --overlap: the calibrated loop's length, "min..max"
 };
 
 void print_run_header(const RunDescription& run, const Options& options);
 
-// One table per (collective, requested algorithm).
+// One table per (collective, requested algorithm). With --overlap its rows hold the three
+// overlap times (bench_overlap.h) instead of the two forms.
 class Table {
  public:
   Table(const CollectiveInfo& info, const Options& options);
@@ -39,13 +41,18 @@ class Table {
 
  private:
   void print_form(const Row& row, const Timing& timing);
+  void print_overlap_header(const std::string& algorithm) const;
+  void print_overlap(const OverlapTiming& timing);
 
   const CollectiveInfo& info_;
+  double overlap_ms_;  // --overlap; 0: the bandwidth table
   bool per_iteration_;
   bool check_;
   int64_t wrong_ = 0;
   double busbw_sum_ = 0;
   int busbw_count_ = 0;
+  double overlap_sum_ = 0;
+  int overlap_count_ = 0;
 };
 
 }  // namespace gloo_lite::bench

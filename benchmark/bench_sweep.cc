@@ -14,6 +14,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The p-quantile (0..1) of sorted values, nearest rank.
+double quantile(const std::vector<double>& sorted, double p) {
+  size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
 double max_over_ranks(Context& context, double value) {
   allreduce(context, &value, &value, 1, DataType::kFloat64, ReduceOp::kMax, control_options());
   return value;
@@ -24,9 +32,8 @@ int64_t sum_over_ranks(Context& context, int64_t value) {
   return value;
 }
 
-// Runs the warm-up and returns the iteration count every rank agrees on: -n, or enough
-// iterations for ~options.seconds_per_size judged from the slowest rank's warm-up.
-int warm_up(Context& context, const CollectiveCall& call, const Options& options) {
+int warm_up(Context& context, const CollectiveCall& call, const Options& options, double calls,
+            double extra_seconds) {
   int warmup = options.warmup;
   if (options.iterations == 0) warmup = std::max(warmup, 1);  // the estimate needs one
   double estimate = 0;
@@ -42,17 +49,10 @@ int warm_up(Context& context, const CollectiveCall& call, const Options& options
   }
   if (options.iterations > 0) return options.iterations;
   double per_call = max_over_ranks(context, estimate / std::max(timed, 1));
-  double wanted = std::ceil(options.seconds_per_size / std::max(per_call, 1e-7));
+  double per_iteration = std::max(per_call * calls + extra_seconds, 1e-7);
+  double wanted = std::ceil(options.seconds_per_size / per_iteration);
   return static_cast<int>(std::clamp(wanted, 5.0, 1e6));
 }
-
-// The p-quantile (0..1) of sorted values, nearest rank.
-double quantile(const std::vector<double>& sorted, double p) {
-  size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
-}  // namespace
 
 CollectiveOptions control_options() {
   CollectiveOptions options;

@@ -2,7 +2,9 @@
 //   gloo_lite_run -n 4 -- gloo_lite_bench -b 8 -e 64M -f 4 [--collective all] [-A all]
 // For each collective and requested algorithm, one table: a row per size with the out-of-place
 // and in-place time (max over ranks of the per-rank average), algbw, busbw and the number of
-// wrong elements, then the algorithm the library ran. bench_options.cc lists every flag.
+// wrong elements, then the algorithm the library ran. With --overlap MS the rows hold instead
+// how much of the non-blocking call hides behind MS ms of computation (bench_overlap.h).
+// bench_options.cc lists every flag.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,12 +12,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench_collective.h"
+#include "bench_compute.h"
 #include "bench_json.h"
 #include "bench_options.h"
+#include "bench_overlap.h"
 #include "bench_report.h"
 #include "bench_sweep.h"
 #include "gloo_lite/algorithm_choice.h"
@@ -59,6 +64,13 @@ RunDescription describe_run(Context& context) {
   return run;
 }
 
+// 12345678 as "12.3M": the calibrated loop's length in the run header.
+std::string format_count(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3gM", value / 1e6);
+  return text;
+}
+
 std::vector<const CollectiveInfo*> selected_collectives(const Options& options) {
   std::vector<const CollectiveInfo*> selected;
   for (const std::string& name : options.collectives) {
@@ -96,6 +108,7 @@ struct Sweep {
   Buffers& buffers;
   JsonReport& json;
   bool progress;
+  const Compute* compute;  // --overlap; null otherwise
 };
 
 // One table. Returns the wrong elements found (over all ranks).
@@ -148,14 +161,20 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
     setup.op = row.op;
     setup.root = row.root;
     setup.options.algorithm = algorithm;
-    for (bool in_place : {false, true}) {
-      if (!(in_place ? info.in_place : info.out_of_place)) continue;
-      setup.in_place = in_place;
+    if (sweep.compute) {
+      setup.in_place = !info.out_of_place;
       CollectiveCall call(context, setup, sweep.buffers);
-      (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
+      row.overlap = measure_overlap(context, call, setup.in_place, *sweep.compute, options);
+    } else {
+      for (bool in_place : {false, true}) {
+        if (!(in_place ? info.in_place : info.out_of_place)) continue;
+        setup.in_place = in_place;
+        CollectiveCall call(context, setup, sweep.buffers);
+        (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
+      }
     }
-    wrong +=
-        std::max<int64_t>(row.out_of_place.wrong, 0) + std::max<int64_t>(row.in_place.wrong, 0);
+    wrong += std::max<int64_t>(row.out_of_place.wrong, 0) +
+             std::max<int64_t>(row.in_place.wrong, 0) + std::max<int64_t>(row.overlap.wrong, 0);
     if (printer) table.print_row(row);
     sweep.json.add(row);
   }
@@ -177,11 +196,29 @@ int run(const Options& options) {
   }
   std::vector<const CollectiveInfo*> collectives = selected_collectives(options);
   RunDescription run = describe_run(*context);
+  std::optional<Compute> compute;
+  if (options.overlap_ms > 0) {
+    // One rank at a time, while the others wait in the barrier: each loop is timed on a core
+    // it does not share with another rank.
+    for (int rank = 0; rank < context->size(); ++rank) {
+      if (rank == context->rank()) compute.emplace(options.overlap_ms);
+      barrier(*context, control_options());
+    }
+    double steps = static_cast<double>(compute->steps());
+    double fewest = -max_over_ranks(*context, -steps);
+    double most = max_over_ranks(*context, steps);
+    run.compute_steps = format_count(fewest) + ".." + format_count(most);
+  }
   if (context->rank() == 0) print_run_header(run, options);
   // Allocated and touched once, for the largest size of every collective.
   Buffers buffers(options.max_bytes);
   JsonReport json;
-  Sweep sweep{*context, options, buffers, json, isatty(STDERR_FILENO) || options.verbose};
+  Sweep sweep{*context,
+              options,
+              buffers,
+              json,
+              isatty(STDERR_FILENO) || options.verbose,
+              compute ? &*compute : nullptr};
   int64_t wrong = 0;
   size_t tables = 0;
   for (const CollectiveInfo* info : collectives)

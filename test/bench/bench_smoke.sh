@@ -8,23 +8,8 @@ bench=$2
 work=$3
 mkdir -p "$work"
 
-fail() {
-  echo "FAIL: $*" >&2
-  [ -n "${out:-}" ] && [ -f "$out" ] && sed 's/^/  | /' "$out" >&2
-  exit 1
-}
-
-# bench NAME P ARGS...: runs the benchmark, output in $work/NAME.out; fails on a non-zero exit.
-bench() {
-  name=$1
-  ranks=$2
-  shift 2
-  out=$work/$name.out
-  echo "== gloo_lite_run -n $ranks -- gloo_lite_bench $*"
-  if ! "$run" -n "$ranks" --timeout 240 -- "$bench" "$@" >"$out" 2>&1; then
-    fail "$name: exit status $?"
-  fi
-}
+# shellcheck source=bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
 
 # check_tables TABLES ROWS COLUMNS: TABLES tables that all end "0 OK", ROWS rows in all, each row
 # of COLUMNS fields after the "[0]" tag, numeric where numbers belong, 0 or N/A wrong elements.

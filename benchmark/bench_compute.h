@@ -1,0 +1,25 @@
+// The caller's computation of `gloo_lite_bench --overlap MS`: a CPU-bound loop calibrated to take
+// MS milliseconds on this rank. It has to keep a core busy for real: a sleep would leave the CPU
+// to the library and overlap with any implementation, and a loop over memory would also measure
+// how the two share memory bandwidth, which is a second question.
+#pragma once
+
+#include <cstdint>
+
+namespace gloo_lite::bench {
+
+class Compute {
+ public:
+  // Calibrates on this rank: the loop's length that takes `milliseconds` on an undisturbed core.
+  explicit Compute(double milliseconds);
+  // Runs the calibrated loop: about `milliseconds` of CPU time on this thread.
+  void run() const;
+  double milliseconds() const { return milliseconds_; }
+  uint64_t steps() const { return steps_; }
+
+ private:
+  double milliseconds_;
+  uint64_t steps_ = 0;  // dependent multiply-adds per run
+};
+
+}  // namespace gloo_lite::bench

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Smoke test of gloo_lite_bench --overlap MS at P = 2: every collective on small sizes with the
+# check on; the table format, that the computation really takes about MS ms (a loop that was
+# optimized away or a sleep-free stub would not), that total includes it, the overlap arithmetic
+# (recomputed from the JSON), the default size and the flag's errors. It does not ask for any
+# overlap: that depends on the library's non-blocking implementation, not on the benchmark.
+#   bench_overlap_smoke.sh GLOO_LITE_RUN GLOO_LITE_BENCH SCRATCH_DIR
+set -eu
+run=$1
+bench=$2
+work=$3
+mkdir -p "$work"
+
+# shellcheck source=bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
+
+ms=10
+
+# check_overlap_tables TABLES ROWS: TABLES tables ending "0 OK" with an "Avg overlap" line, ROWS
+# rows of 12 fields after the "[0]" tag (size count type redop root ip comm comp total overlap
+# #wrong algo).
+check_overlap_tables() {
+  grep -q "^\[0\] #  overlap: $ms ms of computation per call" "$out" || fail "no overlap header"
+  [ "$(grep -c '^\[0\] # Out of bounds values : 0 OK$' "$out")" -eq "$1" ] ||
+    fail "expected $1 tables ending '0 OK'"
+  [ "$(grep -c '^\[0\] # Avg overlap          : -\{0,1\}[0-9]' "$out")" -eq "$1" ] ||
+    fail "expected $1 'Avg overlap' lines"
+  if grep -q '^\[[1-9][0-9]*\] ' "$out"; then fail "ranks other than 0 printed"; fi
+  rows=$(awk -v ms="$ms" '
+    function bad(what) { print what ": " $0 > "/dev/stderr"; exit 1 }
+    $1 == "[0]" && $2 != "#" {
+      if (NF != 13) bad("bad field count")
+      if ($2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $6 !~ /^-?[0-9]+$/) bad("bad size/count/root")
+      if ($7 != "0" && $7 != "1") bad("bad in-place flag")
+      for (i = 8; i <= 10; ++i) if ($i !~ /^[0-9]+(\.[0-9]+)?$/ || $i + 0 <= 0) bad("bad time " $i)
+      if ($11 !~ /^-?[0-9]+\.[0-9][0-9]$/) bad("bad overlap " $11)
+      if ($12 != "0") bad("wrong elements")
+      # comp is the loop calibrated to MS ms on an undisturbed core, and total runs it too:
+      # other load only lengthens them, so neither may come out much below MS.
+      if ($9 < ms * 500) bad("computation shorter than " ms / 2 " ms")
+      if ($10 < ms * 500) bad("total shorter than " ms / 2 " ms")
+      ++rows
+    }
+    END { print rows + 0 }' "$out") || fail "malformed rows"
+  [ "$rows" -eq "$2" ] || fail "expected $2 rows, got $rows"
+}
+
+# check_overlap_json FILE OBJECTS: OBJECTS objects with the overlap keys, no wrong elements, and
+# overlap = (comm + comp - total) / min(comm, comp).
+check_overlap_json() {
+  command -v python3 >/dev/null 2>&1 || return 0
+  python3 - "$1" "$2" <<'PY' || fail "JSON $1"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == int(sys.argv[2]), f"{len(rows)} objects, expected {sys.argv[2]}"
+keys = {"collective", "algorithm", "chosen", "P", "bytes", "count", "type", "op", "root",
+        "inplace", "iterations", "comm_us", "comp_us", "total_us", "overlap", "wrong"}
+for row in rows:
+    assert keys <= row.keys(), f"missing {keys - row.keys()}"
+    assert row["wrong"] == 0 and row["iterations"] == 3, row
+    comm, comp, total = row["comm_us"], row["comp_us"], row["total_us"]
+    shorter = min(comm, comp)
+    expected = (comm + comp - total) / shorter
+    # The times are printed to 6 significant digits: their rounding, divided by a short comm.
+    slack = 1e-5 * (comm + comp + total) / shorter + 1e-4 * max(1, abs(expected))
+    assert abs(row["overlap"] - expected) <= slack, (row, expected, slack)
+PY
+}
+
+# Sizes 8 and 64 KiB: two rows per table, one for barrier.
+bench overlap_all 2 --overlap $ms -b 8 -e 64K -f 8192 -n 3 -w 1 -c 1 --collective all \
+  --json "$work/overlap_all.json"
+check_overlap_tables 9 17
+check_overlap_json "$work/overlap_all.json" 17
+
+# Without -b/-e, --overlap measures 16 MiB only.
+bench overlap_default 2 --overlap $ms -n 1 -w 0 -c 0
+[ "$(grep -c '^\[0\]  *16777216 ' "$out")" -eq 1 ] || fail "expected one 16 MiB row"
+grep -q '^\[0\] # Out of bounds values : not checked' "$out" || fail "no 'not checked' footer"
+
+# Errors: a non-positive or malformed MS, -I with --overlap.
+out=$work/errors.out
+for flags in "--overlap 0" "--overlap 5x" "--overlap 5 -I"; do
+  # shellcheck disable=SC2086
+  if "$bench" $flags >"$out" 2>&1; then fail "'$flags' was accepted"; fi
+  grep -q -- "--overlap\|-I does not apply" "$out" || fail "no message for '$flags'"
+done
+echo "PASS"
