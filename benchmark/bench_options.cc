@@ -9,6 +9,7 @@
 
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/collective_info.h"
 
 namespace gloo_lite::bench {
 namespace {
@@ -115,6 +116,11 @@ void apply(Options& options, int flag, const char* value, const char* word) {
       options.warmup = static_cast<int>(parse_int(value, "-w", 0));
       break;
     case 'c':
+      // nccl-tests' -c (check); the collective is --collective. Say so to whoever mixes them.
+      if (find_collective(value) != nullptr) {
+        usage_error(std::string("-c is the check (0 or 1), as in nccl-tests; for the collective ") +
+                    "say --collective " + value);
+      }
       options.check = parse_int(value, "-c", 0) != 0;
       break;
     case 'o':

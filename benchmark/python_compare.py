@@ -35,6 +35,7 @@ from compare_lib.runner import (  # noqa: E402
     Meter,
     Runner,
     find_build,
+    loadavg1,
     wait_quiet,
 )
 
@@ -334,9 +335,9 @@ def run_all(args):
     records, metas, reference, failed = [], {}, {}, False
     if not labels:
         return records, metas, reference, labels, failed
-    log("sizes %s, P %s, %s; load average %s" % (
+    log("sizes %s, P %s, %s; load average %.2f" % (
         ",".join(model.format_size(s) for s in args.sizes), args.ranks, ",".join(labels),
-        open("/proc/loadavg").read().split()[0]))
+        loadavg1()))
     for pass_no in range(args.passes):
         for P in args.Ps:
             # The libraries back to back at each P, so that a noisy minute touches all of them.
@@ -386,9 +387,9 @@ def main():
     collectives = [c for c in args.collectives.split(",")
                    if any(r["coll"] == c for r in records)]
     text, wrong = report(best(records), reference, labels, args.Ps, args.sizes, collectives)
-    header = "python_compare: %s; load average at the end %s\n\n" % (
+    header = "python_compare: %s; load average at the end %.2f\n\n" % (
         "; ".join("%s: %s" % (TITLES[k], (v or {}).get("version", "?")) for k, v in metas.items()),
-        open("/proc/loadavg").read().split()[0])
+        loadavg1())
     print(header + text)
     if args.markdown:
         with open(args.markdown, "w") as file:

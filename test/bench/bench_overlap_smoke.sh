@@ -78,11 +78,17 @@ bench overlap_default 2 --overlap $ms -n 1 -w 0 -c 0
 [ "$(grep -c '^\[0\]  *16777216 ' "$out")" -eq 1 ] || fail "expected one 16 MiB row"
 grep -q '^\[0\] # Out of bounds values : not checked' "$out" || fail "no 'not checked' footer"
 
-# Errors: a non-positive or malformed MS, -I with --overlap.
-out=$work/errors.out
-for flags in "--overlap 0" "--overlap 5x" "--overlap 5 -I"; do
-  # shellcheck disable=SC2086
-  if "$bench" $flags >"$out" 2>&1; then fail "'$flags' was accepted"; fi
-  grep -q -- "--overlap\|-I does not apply" "$out" || fail "no message for '$flags'"
-done
+# Errors: a non-positive or malformed MS, -I with --overlap, a collective given to -c (the check).
+# rejected MESSAGE FLAGS...: gloo_lite_bench FLAGS exits non-zero with MESSAGE on its first line.
+rejected() {
+  message=$1
+  shift
+  out=$work/errors.out
+  if "$bench" "$@" >"$out" 2>&1; then fail "'$*' was accepted"; fi
+  head -1 "$out" | grep -q -- "$message" || fail "'$*': no '$message'"
+}
+rejected "--overlap wants milliseconds > 0, got '0'" --overlap 0
+rejected "--overlap wants milliseconds > 0, got '5x'" --overlap 5x
+rejected "-I does not apply to --overlap" --overlap 5 -I
+rejected "for the collective say --collective allreduce" -c allreduce --overlap 5
 echo "PASS"
