@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace gloo_lite::bench {
 namespace {
@@ -29,7 +30,8 @@ double seconds_of(uint64_t steps) {
 
 }  // namespace
 
-Compute::Compute(double milliseconds) : milliseconds_(milliseconds) {
+Compute::Compute(double milliseconds, bool idle) : milliseconds_(milliseconds), idle_(idle) {
+  if (idle_) return;
   // Grow a trial until it is long enough to time (5 ms), then keep the fastest of five trials
   // of ~10 ms: the loop's speed on a core of its own. Other processes (or more ranks than
   // cores) only slow it down, and the benchmark measures the computation rather than trusting
@@ -43,6 +45,12 @@ Compute::Compute(double milliseconds) : milliseconds_(milliseconds) {
   steps_ = std::max<uint64_t>(1, static_cast<uint64_t>(fastest * milliseconds * 1e-3));
 }
 
-void Compute::run() const { multiply_add_chain(steps_); }
+void Compute::run() const {
+  if (idle_) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(milliseconds_));
+    return;
+  }
+  multiply_add_chain(steps_);
+}
 
 }  // namespace gloo_lite::bench

@@ -39,6 +39,9 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
                            call started before the computation and waited for after it, with
                            overlap = (comm + comp - total) / min(comm, comp): 1 = fully hidden,
                            0 = none (default sizes with --overlap: -b 16M -e 16M)
+      --overlap-idle       with --overlap: the computation sleeps MS ms instead, as a caller
+                           waiting for an accelerator or I/O would (no CPU taken from the
+                           library: what overlap a machine without a spare core can reach)
   -v, --verbose            progress on stderr even when it is not a terminal
   -h, --help               this text
 Sizes are bytes per rank buffer as in nccl-tests: for reduce_scatter, allgather, gather, scatter
@@ -70,7 +73,7 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-enum LongOnly { kCollective = 1000, kJson, kSizeTime, kOverlap };
+enum LongOnly { kCollective = 1000, kJson, kSizeTime, kOverlap, kOverlapIdle };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -92,6 +95,7 @@ const option kLongOptions[] = {
     {"json", required_argument, nullptr, kJson},
     {"size-time", required_argument, nullptr, kSizeTime},
     {"overlap", required_argument, nullptr, kOverlap},
+    {"overlap-idle", no_argument, nullptr, kOverlapIdle},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -166,6 +170,9 @@ void apply(Options& options, int flag, const char* value, const char* word) {
       }
       break;
     }
+    case kOverlapIdle:
+      options.overlap_idle = true;
+      break;
     case 'h':
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -195,6 +202,8 @@ Options parse_options(int argc, char** argv) {
     // 16 MiB: large enough that the transfer takes milliseconds at every P, as issue 10 asks.
     if (!sizes_given) options.min_bytes = options.max_bytes = 16ull << 20;
     if (options.per_iteration) usage_error("-I does not apply to --overlap");
+  } else if (options.overlap_idle) {
+    usage_error("--overlap-idle goes with --overlap MS");
   }
   if (options.min_bytes > options.max_bytes) usage_error("-b is larger than -e");
   if (options.algorithms.empty()) options.algorithms = {"auto"};

@@ -30,6 +30,8 @@ struct Options {
   // --overlap MS: time each size blocking, MS ms of computation alone, and the non-blocking
   // form around the computation (bench_overlap.h); 0: off.
   double overlap_ms = 0;
+  // --overlap-idle: the computation sleeps instead (bench_compute.h).
+  bool overlap_idle = false;
 };
 
 // Parses argv; prints usage and exits 0 on -h, 2 on a malformed command line (with a message

@@ -58,7 +58,12 @@ void print_run_header(const RunDescription& run, const Options& options) {
   }
   std::printf("#  collective %s  algorithm %s  type %s  op %s  root %d\n", collectives.c_str(),
               algorithms.c_str(), type_name(options.type), op_name(options.op), options.root);
-  if (options.overlap_ms > 0) {
+  if (options.overlap_ms > 0 && options.overlap_idle) {
+    std::printf(
+        "#  overlap: %.3g ms of idle waiting per call (a sleep: the caller waits for an "
+        "accelerator or I/O, --overlap-idle)\n",
+        options.overlap_ms);
+  } else if (options.overlap_ms > 0) {
     std::printf(
         "#  overlap: %.3g ms of computation per call (a multiply-add chain calibrated on each "
         "rank: %s steps)\n",

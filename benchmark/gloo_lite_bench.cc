@@ -201,7 +201,7 @@ int run(const Options& options) {
     // One rank at a time, while the others wait in the barrier: each loop is timed on a core
     // it does not share with another rank.
     for (int rank = 0; rank < context->size(); ++rank) {
-      if (rank == context->rank()) compute.emplace(options.overlap_ms);
+      if (rank == context->rank()) compute.emplace(options.overlap_ms, options.overlap_idle);
       barrier(*context, control_options());
     }
     double steps = static_cast<double>(compute->steps());
