@@ -6,6 +6,7 @@
 
 #include "bench_values.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/call_forms.h"
 
 namespace gloo_lite::bench {
 
@@ -105,56 +106,45 @@ CollectiveCall::CollectiveCall(Context& context, const Setup& setup, Buffers& bu
   }
 }
 
-void CollectiveCall::run() const {
+// Both forms through one switch (gloo_lite/call_forms.h): `blocking` runs the call, else it
+// starts it and returns its Work.
+Work CollectiveCall::call(bool blocking) const {
   const Setup& s = setup_;
   size_t count = s.shape.count;
   switch (s.info->kind) {
     case Kind::kAllreduce:
-      return allreduce(context_, input_, output_, count, s.type, s.op, s.options);
+      return GLOO_LITE_FORMS(allreduce)(blocking, context_, input_, output_, count, s.type, s.op,
+                                        s.options);
     case Kind::kReduce:
-      return reduce(context_, input_, output_, count, s.type, s.op, s.root, s.options);
+      return GLOO_LITE_FORMS(reduce)(blocking, context_, input_, output_, count, s.type, s.op,
+                                     s.root, s.options);
     case Kind::kReduceScatter:
-      return reduce_scatter(context_, input_, output_, count, s.type, s.op, s.options);
+      return GLOO_LITE_FORMS(reduce_scatter)(blocking, context_, input_, output_, count, s.type,
+                                             s.op, s.options);
     case Kind::kAllgather:
-      return allgather(context_, input_, output_, count, s.type, s.options);
+      return GLOO_LITE_FORMS(allgather)(blocking, context_, input_, output_, count, s.type,
+                                        s.options);
     case Kind::kGather:
-      return gather(context_, input_, output_, count, s.type, s.root, s.options);
+      return GLOO_LITE_FORMS(gather)(blocking, context_, input_, output_, count, s.type, s.root,
+                                     s.options);
     case Kind::kScatter:
-      return scatter(context_, input_, output_, count, s.type, s.root, s.options);
+      return GLOO_LITE_FORMS(scatter)(blocking, context_, input_, output_, count, s.type, s.root,
+                                      s.options);
     case Kind::kBroadcast:
-      return broadcast(context_, output_, count, s.type, s.root, s.options);
+      return GLOO_LITE_FORMS(broadcast)(blocking, context_, output_, count, s.type, s.root,
+                                        s.options);
     case Kind::kAlltoall:
-      return alltoall(context_, input_, output_, count, s.type, s.options);
+      return GLOO_LITE_FORMS(alltoall)(blocking, context_, input_, output_, count, s.type,
+                                       s.options);
     case Kind::kBarrier:
-      return barrier(context_, s.options);
-  }
-}
-
-Work CollectiveCall::start() const {
-  const Setup& s = setup_;
-  size_t count = s.shape.count;
-  switch (s.info->kind) {
-    case Kind::kAllreduce:
-      return iallreduce(context_, input_, output_, count, s.type, s.op, s.options);
-    case Kind::kReduce:
-      return ireduce(context_, input_, output_, count, s.type, s.op, s.root, s.options);
-    case Kind::kReduceScatter:
-      return ireduce_scatter(context_, input_, output_, count, s.type, s.op, s.options);
-    case Kind::kAllgather:
-      return iallgather(context_, input_, output_, count, s.type, s.options);
-    case Kind::kGather:
-      return igather(context_, input_, output_, count, s.type, s.root, s.options);
-    case Kind::kScatter:
-      return iscatter(context_, input_, output_, count, s.type, s.root, s.options);
-    case Kind::kBroadcast:
-      return ibroadcast(context_, output_, count, s.type, s.root, s.options);
-    case Kind::kAlltoall:
-      return ialltoall(context_, input_, output_, count, s.type, s.options);
-    case Kind::kBarrier:
-      return ibarrier(context_, s.options);
+      return GLOO_LITE_FORMS(barrier)(blocking, context_, s.options);
   }
   return Work();
 }
+
+void CollectiveCall::run() const { call(/*blocking=*/true); }
+
+Work CollectiveCall::start() const { return call(/*blocking=*/false); }
 
 namespace {
 

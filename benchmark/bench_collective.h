@@ -89,6 +89,8 @@ class CollectiveCall {
   size_t count_wrong() const;
 
  private:
+  Work call(bool blocking) const;
+
   Context& context_;
   Setup setup_;
   int rank_;
