@@ -30,18 +30,35 @@ double CollectiveInfo::bus_factor(int ranks) const {
   return 0;
 }
 
+namespace {
+
+// A row of the benchmark's table: the library's facts about `kind` (gloo_lite/collective_info.h)
+// and the forms the benchmark can time.
+CollectiveInfo row(Kind kind, bool out_of_place, bool in_place) {
+  const gloo_lite::CollectiveInfo& library = collective_info(kind);
+  return {kind,
+          library.name,
+          library.has_op,
+          library.rooted,
+          library.per_rank_blocks || library.per_pair_blocks,
+          out_of_place,
+          in_place};
+}
+
+}  // namespace
+
 const std::vector<CollectiveInfo>& all_collectives() {
-  //                        kind                 name          reduces rooted blocked oop   ip
+  // row(kind, has an out-of-place form, has an in-place form)
   static const std::vector<CollectiveInfo> table = {
-      {Kind::kAllreduce, "allreduce", true, false, false, true, true},
-      {Kind::kReduce, "reduce", true, true, false, true, true},
-      {Kind::kReduceScatter, "reduce_scatter", true, false, true, true, true},
-      {Kind::kAllgather, "allgather", false, false, true, true, true},
-      {Kind::kGather, "gather", false, true, true, true, true},
-      {Kind::kScatter, "scatter", false, true, true, true, true},
-      {Kind::kBroadcast, "broadcast", false, true, false, false, true},
-      {Kind::kAlltoall, "alltoall", false, false, true, true, false},
-      {Kind::kBarrier, "barrier", false, false, false, true, false},
+      row(Kind::kAllreduce, true, true),      //
+      row(Kind::kReduce, true, true),         //
+      row(Kind::kReduceScatter, true, true),  //
+      row(Kind::kAllgather, true, true),      //
+      row(Kind::kGather, true, true),         //
+      row(Kind::kScatter, true, true),        //
+      row(Kind::kBroadcast, false, true),     // in place only
+      row(Kind::kAlltoall, true, false),      // out of place only
+      row(Kind::kBarrier, true, false),       //
   };
   return table;
 }

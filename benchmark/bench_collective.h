@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gloo_lite/algorithms/call.h"
+#include "gloo_lite/collective_info.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/types.h"
@@ -19,9 +20,11 @@ namespace gloo_lite::bench {
 // The library's own list of collectives (the tuner's), so the two cannot drift apart.
 using Kind = algo::Collective;
 
+// name, reduces, rooted and blocked come from the library's table (gloo_lite/collective_info.h);
+// the forms are the benchmark's own.
 struct CollectiveInfo {
   Kind kind;
-  const char* name;   // as the library names it (gloo_lite/algorithm_choice.h)
+  const char* name;   // as the library names it
   bool reduces;       // takes an op
   bool rooted;        // takes a root
   bool blocked;       // the call's count is one rank's block; the size column is the P blocks
