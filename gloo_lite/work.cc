@@ -1,19 +1,53 @@
 // Work handles and the completion state behind them (work_state.h).
 #include "gloo_lite/work.h"
 
+#include <exception>
+
+#include "gloo_lite/base/log.h"
 #include "gloo_lite/work_state.h"
 
 namespace gloo_lite {
 namespace detail {
+namespace {
+
+void run_callback(const std::function<void(std::exception_ptr)>& callback,
+                  const std::exception_ptr& error) {
+  try {
+    callback(error);
+  } catch (const std::exception& e) {
+    LOG_WARN("work", "a Work::on_finish callback threw (dropped): " << e.what());
+  } catch (...) {
+    LOG_WARN("work", "a Work::on_finish callback threw a non-std exception (dropped)");
+  }
+}
+
+}  // namespace
 
 void WorkState::finish(std::exception_ptr error) {
+  std::vector<std::function<void(std::exception_ptr)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_) return;
     finished_ = true;
-    error_ = std::move(error);
+    error_ = error;
+    callbacks.swap(callbacks_);
   }
   finished_cv_.notify_all();
+  // Outside the lock: a callback may look at this work or start new work.
+  for (const auto& callback : callbacks) run_callback(callback, error);
+}
+
+void WorkState::on_finish(std::function<void(std::exception_ptr)> callback) {
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!finished_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+    error = error_;
+  }
+  run_callback(callback, error);
 }
 
 void WorkState::set_source(int source) {
@@ -69,5 +103,13 @@ std::string Work::algorithm() const { return state_ ? state_->algorithm() : std:
 std::string Work::describe() const { return state_ ? state_->describe() : "empty work"; }
 
 int Work::source() const { return state_ ? state_->source() : -1; }
+
+void Work::on_finish(std::function<void(std::exception_ptr)> callback) const {
+  if (!state_) {
+    callback(nullptr);
+    return;
+  }
+  state_->on_finish(std::move(callback));
+}
 
 }  // namespace gloo_lite

@@ -7,8 +7,10 @@
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "gloo_lite/base/deadline.h"
 
@@ -22,8 +24,10 @@ class WorkState {
   WorkState(const WorkState&) = delete;
   WorkState& operator=(const WorkState&) = delete;
 
-  // Finishes the work (the first call counts) and wakes every waiter.
+  // Finishes the work (the first call counts), wakes every waiter, then runs the callbacks.
   void finish(std::exception_ptr error = nullptr);
+  // Work::on_finish.
+  void on_finish(std::function<void(std::exception_ptr)> callback);
   void set_source(int source);
 
   // Whether it has finished; may make progress (point-to-point), never blocks or throws.
@@ -45,6 +49,7 @@ class WorkState {
 
  private:
   std::exception_ptr error_;
+  std::vector<std::function<void(std::exception_ptr)>> callbacks_;  // under mutex_
   const char* const algorithm_;
   int source_ = -1;
 };

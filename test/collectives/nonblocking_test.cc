@@ -875,6 +875,57 @@ TEST(NonBlocking, PointToPointTagFromTwoToTheSixtyThreeIsRejected) {
   });
 }
 
+// on_finish: the callback runs once, after the result is in the buffer (it reads it), on the
+// stream's worker for queued work and at once for finished work; a failure reaches it too.
+TEST(NonBlocking, OnFinishRunsAfterTheResultIsInPlace) {
+  run_rank_threads(kRanks, [](int rank, std::shared_ptr<Context>& context, Store&) {
+    std::vector<int64_t> data(1000, rank + 1);
+    std::promise<int64_t> seen;
+    std::atomic<int> calls{0};
+    std::thread::id caller = std::this_thread::get_id(), ran_on;
+    Work work = iallreduce(*context, data.data(), data.data(), data.size(), DataType::kInt64,
+                           ReduceOp::kSum);
+    work.on_finish([&](std::exception_ptr error) {
+      ++calls;
+      ran_on = std::this_thread::get_id();
+      seen.set_value(error ? -1 : data.back());
+    });
+    auto future = seen.get_future();
+    ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << on(rank, "callback never ran");
+    EXPECT_EQ(future.get(), kRanks * (kRanks + 1) / 2) << on(rank, "callback saw the old data");
+    EXPECT_EQ(outcome(work), "");
+    // Finished work: the callback runs at once, in this thread.
+    bool ran_here = false;
+    work.on_finish([&](std::exception_ptr error) {
+      ran_here = std::this_thread::get_id() == caller && error == nullptr;
+    });
+    EXPECT_TRUE(ran_here) << on(rank, "on_finish of finished work did not run in the caller");
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_NE(ran_on, std::thread::id());
+  });
+}
+
+TEST(NonBlocking, OnFinishReportsTheFailure) {
+  run_rank_threads(2, [](int rank, std::shared_ptr<Context>& context, Store&) {
+    std::vector<float> data(16, 1.0f);
+    std::promise<std::string> why;
+    if (rank == 1) context->abort("rank 1 gives up on purpose");
+    Work work = iallreduce(*context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                           ReduceOp::kSum);
+    work.on_finish([&](std::exception_ptr error) {
+      try {
+        if (error) std::rethrow_exception(error);
+        why.set_value("");
+      } catch (const std::exception& e) {
+        why.set_value(e.what());
+      }
+    });
+    auto future = why.get_future();
+    ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << on(rank, "callback never ran");
+    EXPECT_NE(future.get().find("gives up on purpose"), std::string::npos) << on(rank, "");
+  });
+}
+
 TEST(NonBlocking, DefaultConstructedWorkIsFinished) {
   Work work;
   EXPECT_TRUE(work.test());
@@ -882,6 +933,9 @@ TEST(NonBlocking, DefaultConstructedWorkIsFinished) {
   EXPECT_TRUE(work.wait(0ms));
   EXPECT_EQ(work.error(), nullptr);
   EXPECT_EQ(work.source(), -1);
+  bool called = false;
+  work.on_finish([&](std::exception_ptr error) { called = error == nullptr; });
+  EXPECT_TRUE(called);
 }
 
 }  // namespace

@@ -1,0 +1,687 @@
+#include "bindings/torch/torch_backend.h"
+
+#include <numeric>
+#include <utility>
+
+#include "bindings/torch/torch_errors.h"
+#include "bindings/torch/torch_store.h"
+#include "bindings/torch/torch_tensors.h"
+#include "bindings/torch/torch_work.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/bootstrap.h"
+
+namespace gloo_lite::torch_backend {
+namespace {
+
+using ::c10d::OpType;
+
+// Appends `step` to the call's finish step.
+void then(std::function<void()>& finish_step, std::function<void()> step) {
+  if (!finish_step) {
+    finish_step = std::move(step);
+    return;
+  }
+  finish_step = [first = std::move(finish_step), second = std::move(step)] {
+    first();
+    second();
+  };
+}
+
+// Copies a staged output back when it is a copy.
+void finish_staged(std::function<void()>& finish_step, const Staged& staged) {
+  if (!staged.user.is_contiguous()) then(finish_step, [staged] { staged.finish_output(); });
+}
+
+void check_root(const char* collective, int64_t root, int size) {
+  if (root < 0 || root >= size) {
+    throw InvalidArgument(std::string(collective) + ": root rank " + std::to_string(root) +
+                          " is outside the group of " + std::to_string(size) + " ranks");
+  }
+}
+
+void check_same_type(const char* collective, const at::Tensor& like,
+                     const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    check_cpu_dense(collective, tensor);
+    if (tensor.scalar_type() != like.scalar_type()) {
+      throw InvalidArgument(std::string(collective) + ": tensors of one call must share a dtype; " +
+                            "got " + std::string(c10::toString(like.scalar_type())) + " and " +
+                            std::string(c10::toString(tensor.scalar_type())));
+    }
+  }
+}
+
+// gloo_lite elements per tensor element for a data-moving call (bytes for types gloo_lite
+// does not have).
+size_t moved_scale(const at::Tensor& tensor) {
+  return moved_elements(tensor).type == DataType::kUint8 ? tensor.element_size() : 1;
+}
+
+void check_list_size(const char* collective, size_t got, int size, const char* what) {
+  if (got != static_cast<size_t>(size)) {
+    throw InvalidArgument(std::string(collective) + ": " + what + " must hold one tensor per rank (" +
+                          std::to_string(size) + "), got " + std::to_string(got));
+  }
+}
+
+}  // namespace
+
+TorchBackend::TorchBackend(const c10::intrusive_ptr<::c10d::Store>& store,
+                           const std::string& store_name, int rank, int size,
+                           std::chrono::milliseconds timeout, bool check)
+    : ::c10d::Backend(rank, size), timeout_(timeout), check_(check) {
+  try {
+    auto adapter = std::make_shared<TorchStore>(store, store_name);
+    ContextOptions options;
+    options.timeout = timeout;
+    context_ = Context::create(adapter, rank, size, create_device_from_env(), options);
+  } catch (...) {
+    rethrow_as_torch();
+  }
+}
+
+TorchBackend::~TorchBackend() = default;
+
+c10::intrusive_ptr<::c10d::Backend::Options> TorchBackend::getBackendOptions() {
+  return c10::make_intrusive<Options>("gloo_lite", timeout_.load());
+}
+
+std::string TorchBackend::describe() const {
+  return context_ ? context_->describe() : "a shut-down gloo_lite backend";
+}
+
+void TorchBackend::abort() {
+  if (context_) context_->abort("torch aborted the process group (ProcessGroup.abort)");
+}
+
+void TorchBackend::shutdown() { context_.reset(); }
+
+Context& TorchBackend::context() {
+  if (!context_) {
+    throw InvalidArgument("this gloo_lite process group was shut down (destroy_process_group); "
+                          "create a new one to go on");
+  }
+  return *context_;
+}
+
+CollectiveOptions TorchBackend::options(std::chrono::milliseconds timeout) const {
+  CollectiveOptions options;
+  options.timeout = timeout == ::c10d::kUnsetTimeout ? timeout_.load() : timeout;
+  options.check = check_;
+  return options;
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::launch(
+    Call call, const std::function<std::vector<gloo_lite::Work>()>& start) {
+  auto work = c10::make_intrusive<TorchWork>(rank_, call.type, call.title, std::move(call.outputs),
+                                             std::move(call.keep), std::move(call.finish_step),
+                                             call.point_to_point);
+  std::vector<gloo_lite::Work> calls;
+  try {
+    calls = start();
+  } catch (...) {
+    rethrow_as_torch();
+  }
+  if (!call.point_to_point) ++sequence_;
+  work->watch(std::move(calls));
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_all(
+    Call call, std::vector<std::function<gloo_lite::Work()>> starts) {
+  return launch(std::move(call), [&] {
+    std::vector<gloo_lite::Work> calls;
+    calls.reserve(starts.size());
+    for (const auto& start : starts) calls.push_back(start());
+    return calls;
+  });
+}
+
+namespace {
+
+// Every public entry point validates before starting anything; gloo_lite's errors (an
+// InvalidArgument, a failed context) leave it as torch's (torch_errors.h).
+template <typename Body>
+c10::intrusive_ptr<::c10d::Work> torch_errors(Body&& body) {
+  try {
+    return body();
+  } catch (const Error&) {
+    rethrow_as_torch();
+  }
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::broadcast(Tensors& tensors,
+                                                         const ::c10d::BroadcastOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("broadcast", tensors);
+    check_root("broadcast", opts.rootRank, size_);
+    Staged staged(tensor);
+    Call call{OpType::BROADCAST, "gloo_lite:broadcast", {tensor}, {staged.flat}, nullptr};
+    finish_staged(call.finish_step, staged);
+    auto copts = options(opts.timeout);
+    const int root = static_cast<int>(opts.rootRank);
+    return launch(std::move(call), [&] {
+      Elements elements = moved_elements(staged.flat);
+      return std::vector<gloo_lite::Work>{ibroadcast(context(), staged.flat.data_ptr(),
+                                                     elements.count, elements.type, root, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce(Tensors& tensors,
+                                                         const ::c10d::AllreduceOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("allreduce", tensors);
+    Reduction reduction = reduction_of("allreduce", tensor, opts.reduceOp);
+    Staged staged(tensor);
+    premultiply(reduction, staged.flat);
+    Call call{OpType::ALLREDUCE, "gloo_lite:all_reduce", {tensor}, {staged.flat}, nullptr};
+    finish_staged(call.finish_step, staged);
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      void* data = staged.flat.data_ptr();
+      return std::vector<gloo_lite::Work>{
+          iallreduce(context(), data, data, staged.flat.numel() * reduction.per_element,
+                     reduction.type, reduction.op, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce_coalesced(
+    Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  return torch_errors([&] {
+    if (tensors.empty()) throw InvalidArgument("allreduce_coalesced: got no tensors");
+    check_same_type("allreduce_coalesced", tensors[0], tensors);
+    Reduction reduction = reduction_of("allreduce_coalesced", tensors[0], opts.reduceOp);
+    at::Tensor flat = flatten(tensors);
+    premultiply(reduction, flat);
+    Call call{OpType::ALLREDUCE_COALESCED, "gloo_lite:all_reduce_coalesced", tensors, {flat},
+              [flat, tensors] { unflatten(flat, tensors); }};
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      void* data = flat.data_ptr();
+      return std::vector<gloo_lite::Work>{iallreduce(context(), data, data,
+                                                     flat.numel() * reduction.per_element,
+                                                     reduction.type, reduction.op, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce(Tensors& tensors,
+                                                      const ::c10d::ReduceOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("reduce", tensors);
+    check_root("reduce", opts.rootRank, size_);
+    Reduction reduction = reduction_of("reduce", tensor, opts.reduceOp);
+    Staged staged(tensor);
+    const int root = static_cast<int>(opts.rootRank);
+    // Only the root's tensor changes: the premultiplied input of another rank is a copy.
+    at::Tensor input = staged.flat;
+    if (reduction.premultiply && rank_ != root) input = input.clone();
+    premultiply(reduction, input);
+    Call call{OpType::REDUCE, "gloo_lite:reduce", {tensor}, {staged.flat, input}, nullptr};
+    if (rank_ == root) finish_staged(call.finish_step, staged);
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      void* output = rank_ == root ? staged.flat.data_ptr() : nullptr;
+      return std::vector<gloo_lite::Work>{
+          ireduce(context(), input.data_ptr(), output, input.numel() * reduction.per_element,
+                  reduction.type, reduction.op, root, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather(TensorLists& outputs, Tensors& inputs,
+                                                         const ::c10d::AllgatherOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& input = single_tensor("allgather", inputs);
+    if (outputs.size() != 1) {
+      throw InvalidArgument("allgather: gloo_lite takes one output list per process, got " +
+                            std::to_string(outputs.size()));
+    }
+    std::vector<at::Tensor>& list = outputs[0];
+    check_list_size("allgather", list.size(), size_, "the output list");
+    check_same_shape("allgather", input, list, "output tensor");
+    Staged in(input);
+    at::Tensor flat = flat_like(in.flat, in.flat.numel() * size_);
+    Call call{OpType::ALLGATHER, "gloo_lite:all_gather", list, {in.flat, flat},
+              [flat, list] { unflatten(flat, list); }};
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      Elements elements = moved_elements(in.flat);
+      return std::vector<gloo_lite::Work>{iallgather(context(), in.flat.data_ptr(),
+                                                     flat.data_ptr(), elements.count,
+                                                     elements.type, copts)};
+    });
+  });
+}
+
+void TorchBackend::add_allgather(Call& call, std::vector<std::function<gloo_lite::Work()>>& starts,
+                                 const at::Tensor& output, const at::Tensor& input,
+                                 const CollectiveOptions& options, const char* collective) {
+  check_cpu_dense(collective, input);
+  check_cpu_dense(collective, output);
+  if (output.scalar_type() != input.scalar_type() ||
+      output.numel() != input.numel() * static_cast<int64_t>(size_)) {
+    throw InvalidArgument(std::string(collective) + ": the output must be " +
+                          std::string(c10::toString(input.scalar_type())) + " with " +
+                          std::to_string(input.numel()) + " x " + std::to_string(size_) +
+                          " elements (the input's times the group size), got " +
+                          std::string(c10::toString(output.scalar_type())) + " with " +
+                          std::to_string(output.numel()));
+  }
+  Staged in(input), out(output);
+  call.outputs.push_back(output);
+  call.keep.push_back(in.flat);
+  call.keep.push_back(out.flat);
+  finish_staged(call.finish_step, out);
+  starts.push_back([this, in, out, options] {
+    Elements elements = moved_elements(in.flat);
+    return iallgather(context(), in.flat.data_ptr(), out.flat.data_ptr(), elements.count,
+                      elements.type, options);
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  return torch_errors([&] {
+    Call call{OpType::_ALLGATHER_BASE, "gloo_lite:_allgather_base", {}, {}, nullptr};
+    std::vector<std::function<gloo_lite::Work()>> starts;
+    add_allgather(call, starts, output, input, options(opts.timeout), "all_gather_into_tensor");
+    return launch_all(std::move(call), std::move(starts));
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_into_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  return torch_errors([&] {
+    if (outputs.size() != inputs.size()) {
+      throw InvalidArgument("allgather_into_tensor_coalesced: " + std::to_string(inputs.size()) +
+                            " inputs but " + std::to_string(outputs.size()) + " outputs");
+    }
+    Call call{OpType::ALLGATHER_INTO_TENSOR_COALESCED, "gloo_lite:allgather_into_tensor_coalesced",
+              {}, {}, nullptr};
+    std::vector<std::function<gloo_lite::Work()>> starts;
+    auto copts = options(opts.timeout);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      add_allgather(call, starts, outputs[i], inputs[i], copts, "allgather_into_tensor_coalesced");
+    }
+    return launch_all(std::move(call), std::move(starts));
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_coalesced(
+    TensorLists& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  return torch_errors([&] {
+    if (inputs.empty()) throw InvalidArgument("allgather_coalesced: got no input tensors");
+    check_same_type("allgather_coalesced", inputs[0], inputs);
+    check_list_size("allgather_coalesced", outputs.size(), size_, "the output lists");
+    for (const auto& list : outputs) {
+      if (list.size() != inputs.size()) {
+        throw InvalidArgument("allgather_coalesced: each rank's output list must match the " +
+                              std::to_string(inputs.size()) + " inputs, got " +
+                              std::to_string(list.size()));
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        check_same_shape("allgather_coalesced", inputs[i], {list[i]}, "output tensor");
+      }
+    }
+    at::Tensor flat_in = flatten(inputs);
+    const int64_t per_rank = flat_in.numel();
+    at::Tensor flat_out = flat_like(flat_in, per_rank * size_);
+    Call call{OpType::ALLGATHER_COALESCED, "gloo_lite:all_gather_coalesced", {}, {flat_in, flat_out},
+              [flat_out, outputs, per_rank] {
+                for (size_t r = 0; r < outputs.size(); ++r) {
+                  unflatten(flat_out.narrow(0, static_cast<int64_t>(r) * per_rank, per_rank),
+                            outputs[r]);
+                }
+              }};
+    for (const auto& list : outputs) call.outputs.insert(call.outputs.end(), list.begin(), list.end());
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      Elements elements = moved_elements(flat_in);
+      return std::vector<gloo_lite::Work>{iallgather(context(), flat_in.data_ptr(),
+                                                     flat_out.data_ptr(), elements.count,
+                                                     elements.type, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::gather(TensorLists& outputs, Tensors& inputs,
+                                                      const ::c10d::GatherOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& input = single_tensor("gather", inputs);
+    check_root("gather", opts.rootRank, size_);
+    const int root = static_cast<int>(opts.rootRank);
+    Staged in(input);
+    Call call{OpType::GATHER, "gloo_lite:gather", {}, {in.flat}, nullptr};
+    at::Tensor flat;
+    if (rank_ == root) {
+      if (outputs.size() != 1) {
+        throw InvalidArgument("gather: the root takes one output list, got " +
+                              std::to_string(outputs.size()));
+      }
+      check_list_size("gather", outputs[0].size(), size_, "the root's output list");
+      check_same_shape("gather", input, outputs[0], "output tensor");
+      flat = flat_like(in.flat, in.flat.numel() * size_);
+      call.outputs = outputs[0];
+      call.keep.push_back(flat);
+      call.finish_step = [flat, list = outputs[0]] { unflatten(flat, list); };
+    } else if (!outputs.empty() && !outputs[0].empty()) {
+      throw InvalidArgument("gather: only the root (rank " + std::to_string(root) +
+                            ") takes output tensors; rank " + std::to_string(rank_) + " got " +
+                            std::to_string(outputs[0].size()));
+    }
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      Elements elements = moved_elements(in.flat);
+      return std::vector<gloo_lite::Work>{igather(context(), in.flat.data_ptr(),
+                                                  flat.defined() ? flat.data_ptr() : nullptr,
+                                                  elements.count, elements.type, root, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::scatter(Tensors& outputs, TensorLists& inputs,
+                                                       const ::c10d::ScatterOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& output = single_tensor("scatter", outputs);
+    check_root("scatter", opts.rootRank, size_);
+    const int root = static_cast<int>(opts.rootRank);
+    Staged out(output);
+    Call call{OpType::SCATTER, "gloo_lite:scatter", {output}, {out.flat}, nullptr};
+    finish_staged(call.finish_step, out);
+    at::Tensor flat;
+    if (rank_ == root) {
+      if (inputs.size() != 1) {
+        throw InvalidArgument("scatter: the root takes one input list, got " +
+                              std::to_string(inputs.size()));
+      }
+      check_list_size("scatter", inputs[0].size(), size_, "the root's input list");
+      check_same_shape("scatter", output, inputs[0], "input tensor");
+      flat = flatten(inputs[0]);
+      call.keep.push_back(flat);
+    } else if (!inputs.empty() && !inputs[0].empty()) {
+      throw InvalidArgument("scatter: only the root (rank " + std::to_string(root) +
+                            ") takes input tensors; rank " + std::to_string(rank_) + " got " +
+                            std::to_string(inputs[0].size()));
+    }
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      Elements elements = moved_elements(out.flat);
+      return std::vector<gloo_lite::Work>{iscatter(context(),
+                                                   flat.defined() ? flat.data_ptr() : nullptr,
+                                                   out.flat.data_ptr(), elements.count,
+                                                   elements.type, root, copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter(
+    Tensors& outputs, TensorLists& inputs, const ::c10d::ReduceScatterOptions& opts) {
+  return torch_errors([&] {
+    const at::Tensor& output = single_tensor("reduce_scatter", outputs);
+    if (inputs.size() != 1) {
+      throw InvalidArgument("reduce_scatter: gloo_lite takes one input list per process, got " +
+                            std::to_string(inputs.size()));
+    }
+    std::vector<at::Tensor>& list = inputs[0];
+    check_list_size("reduce_scatter", list.size(), size_, "the input list");
+    check_same_type("reduce_scatter", output, list);
+    if (list[rank_].numel() != output.numel()) {
+      throw InvalidArgument("reduce_scatter: the output has " + std::to_string(output.numel()) +
+                            " elements but this rank's input block (" + std::to_string(rank_) +
+                            ") has " + std::to_string(list[rank_].numel()));
+    }
+    Reduction reduction = reduction_of("reduce_scatter", output, opts.reduceOp);
+    at::Tensor flat = flatten(list);
+    premultiply(reduction, flat);
+    Staged out(output);
+    Call call{OpType::REDUCE_SCATTER, "gloo_lite:reduce_scatter", {output}, {flat, out.flat},
+              nullptr};
+    finish_staged(call.finish_step, out);
+    std::vector<size_t> counts;
+    for (const at::Tensor& block : list) counts.push_back(block.numel() * reduction.per_element);
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      return std::vector<gloo_lite::Work>{ireduce_scatterv(context(), flat.data_ptr(),
+                                                           out.flat.data_ptr(), counts,
+                                                           reduction.type, reduction.op, copts)};
+    });
+  });
+}
+
+void TorchBackend::add_reduce_scatter(Call& call,
+                                      std::vector<std::function<gloo_lite::Work()>>& starts,
+                                      const at::Tensor& output, const at::Tensor& input,
+                                      const ::c10d::ReduceOp& op, const CollectiveOptions& options,
+                                      const char* collective) {
+  check_cpu_dense(collective, input);
+  check_cpu_dense(collective, output);
+  if (output.scalar_type() != input.scalar_type() ||
+      input.numel() != output.numel() * static_cast<int64_t>(size_)) {
+    throw InvalidArgument(std::string(collective) + ": the input must be " +
+                          std::string(c10::toString(output.scalar_type())) + " with " +
+                          std::to_string(output.numel()) + " x " + std::to_string(size_) +
+                          " elements (the output's times the group size), got " +
+                          std::string(c10::toString(input.scalar_type())) + " with " +
+                          std::to_string(input.numel()));
+  }
+  Reduction reduction = reduction_of(collective, output, op);
+  Staged in(input), out(output);
+  at::Tensor source = in.flat;
+  if (reduction.premultiply) {
+    source = source.clone();  // the caller's input stays as it was
+    premultiply(reduction, source);
+  }
+  call.outputs.push_back(output);
+  call.keep.push_back(source);
+  call.keep.push_back(out.flat);
+  finish_staged(call.finish_step, out);
+  starts.push_back([this, source, out, reduction, options] {
+    return ireduce_scatter(context(), source.data_ptr(), out.flat.data_ptr(),
+                           out.flat.numel() * reduction.per_element, reduction.type, reduction.op,
+                           options);
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
+  return torch_errors([&] {
+    Call call{OpType::_REDUCE_SCATTER_BASE, "gloo_lite:_reduce_scatter_base", {}, {}, nullptr};
+    std::vector<std::function<gloo_lite::Work()>> starts;
+    add_reduce_scatter(call, starts, output, input, opts.reduceOp, options(opts.timeout),
+                       "reduce_scatter_tensor");
+    return launch_all(std::move(call), std::move(starts));
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter_tensor_coalesced(
+    Tensors& outputs, Tensors& inputs, const ::c10d::ReduceScatterOptions& opts) {
+  return torch_errors([&] {
+    if (outputs.size() != inputs.size()) {
+      throw InvalidArgument("reduce_scatter_tensor_coalesced: " + std::to_string(inputs.size()) +
+                            " inputs but " + std::to_string(outputs.size()) + " outputs");
+    }
+    Call call{OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+              "gloo_lite:reduce_scatter_tensor_coalesced", {}, {}, nullptr};
+    std::vector<std::function<gloo_lite::Work()>> starts;
+    auto copts = options(opts.timeout);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      add_reduce_scatter(call, starts, outputs[i], inputs[i], opts.reduceOp, copts,
+                         "reduce_scatter_tensor_coalesced");
+    }
+    return launch_all(std::move(call), std::move(starts));
+  });
+}
+
+namespace {
+
+// Element counts per rank from torch's split sizes (rows of dimension 0); equal blocks when
+// `splits` is empty.
+std::vector<size_t> split_counts(const char* what, const at::Tensor& tensor,
+                                 const std::vector<int64_t>& splits, int size, size_t scale) {
+  const int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  const int64_t row_elements = rows == 0 ? 0 : tensor.numel() / rows;
+  std::vector<size_t> counts(size);
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      throw InvalidArgument(std::string("all_to_all_single: the ") + what + "'s " +
+                            std::to_string(rows) + " rows do not split evenly over " +
+                            std::to_string(size) + " ranks (pass split sizes)");
+    }
+    for (auto& count : counts) count = (rows / size) * row_elements * scale;
+    return counts;
+  }
+  if (splits.size() != static_cast<size_t>(size)) {
+    throw InvalidArgument(std::string("all_to_all_single: ") + what + " split sizes name " +
+                          std::to_string(splits.size()) + " ranks, the group has " +
+                          std::to_string(size));
+  }
+  int64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    if (splits[r] < 0) {
+      throw InvalidArgument(std::string("all_to_all_single: a negative ") + what + " split size");
+    }
+    total += splits[r];
+    counts[r] = static_cast<size_t>(splits[r] * row_elements) * scale;
+  }
+  if (total != rows) {
+    throw InvalidArgument(std::string("all_to_all_single: the ") + what +
+                          " split sizes add up to " + std::to_string(total) + " rows, the " +
+                          what + " has " + std::to_string(rows));
+  }
+  return counts;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const ::c10d::AllToAllOptions& opts) {
+  return torch_errors([&] {
+    check_cpu_dense("all_to_all_single", input);
+    check_same_type("all_to_all_single", input, {output});
+    const size_t scale = moved_scale(input);
+    std::vector<size_t> send_counts =
+        split_counts("input", input, input_split_sizes, size_, scale);
+    std::vector<size_t> recv_counts =
+        split_counts("output", output, output_split_sizes, size_, scale);
+    Staged in(input), out(output);
+    Call call{OpType::ALLTOALL_BASE, "gloo_lite:all_to_all_single", {output}, {in.flat, out.flat},
+              nullptr};
+    finish_staged(call.finish_step, out);
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      const DataType type = moved_elements(input).type;
+      return std::vector<gloo_lite::Work>{ialltoallv(context(), in.flat.data_ptr(), send_counts,
+                                                     out.flat.data_ptr(), recv_counts, type,
+                                                     copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall(Tensors& outputs, Tensors& inputs,
+                                                        const ::c10d::AllToAllOptions& opts) {
+  return torch_errors([&] {
+    check_list_size("all_to_all", inputs.size(), size_, "the input list");
+    check_list_size("all_to_all", outputs.size(), size_, "the output list");
+    check_same_type("all_to_all", inputs[0], inputs);
+    check_same_type("all_to_all", inputs[0], outputs);
+    const size_t scale = moved_scale(inputs[0]);
+    std::vector<size_t> send_counts, recv_counts;
+    for (int r = 0; r < size_; ++r) {
+      send_counts.push_back(inputs[r].numel() * scale);
+      recv_counts.push_back(outputs[r].numel() * scale);
+    }
+    at::Tensor flat_in = flatten(inputs);
+    const int64_t received = std::accumulate(outputs.begin(), outputs.end(), int64_t{0},
+                                             [](int64_t n, const at::Tensor& t) {
+                                               return n + t.numel();
+                                             });
+    at::Tensor flat_out = flat_like(inputs[0], received);
+    Call call{OpType::ALLTOALL, "gloo_lite:all_to_all", outputs, {flat_in, flat_out},
+              [flat_out, outputs] { unflatten(flat_out, outputs); }};
+    auto copts = options(opts.timeout);
+    return launch(std::move(call), [&] {
+      const DataType type = moved_elements(inputs[0]).type;
+      return std::vector<gloo_lite::Work>{ialltoallv(context(), flat_in.data_ptr(), send_counts,
+                                                     flat_out.data_ptr(), recv_counts, type,
+                                                     copts)};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::barrier(const ::c10d::BarrierOptions& opts) {
+  return torch_errors([&] {
+    Call call{OpType::BARRIER, "gloo_lite:barrier", {}, {}, nullptr};
+    auto copts = options(opts.timeout);
+    return launch(std::move(call),
+                  [&] { return std::vector<gloo_lite::Work>{ibarrier(context(), copts)}; });
+  });
+}
+
+namespace {
+
+uint64_t p2p_tag(const char* what, int tag) {
+  if (tag < 0) {
+    throw InvalidArgument(std::string(what) + ": tag " + std::to_string(tag) +
+                          " is negative; gloo_lite's point-to-point tags are 0 and up");
+  }
+  return static_cast<uint64_t>(tag);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::send(Tensors& tensors, int dst_rank, int tag) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("send", tensors);
+    Staged in(tensor);
+    Call call{OpType::SEND, "gloo_lite:send", {tensor}, {in.flat}, nullptr, true};
+    const uint64_t wire_tag = p2p_tag("send", tag);
+    return launch(std::move(call), [&] {
+      return std::vector<gloo_lite::Work>{context().isend(
+          dst_rank, in.flat.data_ptr(), in.flat.numel() * in.flat.element_size(), wire_tag,
+          timeout_.load())};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::recv(Tensors& tensors, int src_rank, int tag) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("recv", tensors);
+    Staged out(tensor);
+    Call call{OpType::RECV, "gloo_lite:recv", {tensor}, {out.flat}, nullptr, true};
+    finish_staged(call.finish_step, out);
+    const uint64_t wire_tag = p2p_tag("recv", tag);
+    return launch(std::move(call), [&] {
+      return std::vector<gloo_lite::Work>{context().irecv(
+          src_rank, out.flat.data_ptr(), out.flat.numel() * out.flat.element_size(), wire_tag,
+          timeout_.load())};
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> TorchBackend::recvAnysource(Tensors& tensors, int tag) {
+  return torch_errors([&] {
+    const at::Tensor& tensor = single_tensor("recv (any source)", tensors);
+    Staged out(tensor);
+    Call call{OpType::RECVANYSOURCE, "gloo_lite:recv_anysource", {tensor}, {out.flat}, nullptr,
+              true};
+    finish_staged(call.finish_step, out);
+    const uint64_t wire_tag = p2p_tag("recv (any source)", tag);
+    std::vector<int> peers;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) peers.push_back(r);
+    }
+    return launch(std::move(call), [&] {
+      return std::vector<gloo_lite::Work>{context().irecv_any(
+          peers, out.flat.data_ptr(), out.flat.numel() * out.flat.element_size(), wire_tag,
+          timeout_.load())};
+    });
+  });
+}
+
+}  // namespace gloo_lite::torch_backend

@@ -1,0 +1,37 @@
+#include "bindings/torch/torch_errors.h"
+
+#include <c10/util/Exception.h>
+
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::torch_backend {
+
+std::string message_of(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return torch_error->what_without_backtrace();
+  }
+  return error.what();
+}
+
+std::exception_ptr to_torch(const std::exception_ptr& error) {
+  if (!error) return nullptr;
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error&) {
+    return error;
+  } catch (const StoreError& e) {
+    return std::make_exception_ptr(c10::DistStoreError({__func__, __FILE__, __LINE__}, e.what()));
+  } catch (const InvalidArgument& e) {
+    return std::make_exception_ptr(c10::ValueError({__func__, __FILE__, __LINE__}, e.what()));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(
+        c10::DistBackendError({__func__, __FILE__, __LINE__}, std::string(e.what())));
+  } catch (...) {
+    return std::make_exception_ptr(c10::DistBackendError(
+        {__func__, __FILE__, __LINE__}, "gloo_lite: a collective failed with an unknown error"));
+  }
+}
+
+void rethrow_as_torch() { std::rethrow_exception(to_torch(std::current_exception())); }
+
+}  // namespace gloo_lite::torch_backend

@@ -1,0 +1,113 @@
+#include "bindings/torch/torch_work.h"
+
+#include <ATen/core/jit_type.h>
+
+#include "bindings/torch/torch_errors.h"
+
+namespace gloo_lite::torch_backend {
+
+TorchWork::TorchWork(int rank, ::c10d::OpType type, const char* title,
+                     std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
+                     std::function<void()> finish_step, bool point_to_point)
+    : ::c10d::Work(rank, type, title),
+      outputs_(std::move(outputs)),
+      keep_(std::move(keep)),
+      finish_step_(std::move(finish_step)),
+      point_to_point_(point_to_point),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()))) {}
+
+TorchWork::~TorchWork() = default;
+
+void TorchWork::watch(std::vector<gloo_lite::Work> calls) {
+  calls_ = std::move(calls);
+  if (calls_.empty()) {
+    complete(nullptr);
+    return;
+  }
+  pending_ = calls_.size();
+  // The callbacks hold the work alive until the last call is done, even if torch drops it.
+  for (const gloo_lite::Work& call : calls_) {
+    call.on_finish([self = c10::intrusive_ptr<TorchWork>::reclaim_copy(this)](
+                       std::exception_ptr error) { self->one_finished(std::move(error)); });
+  }
+}
+
+void TorchWork::one_finished(std::exception_ptr error) {
+  if (error) {
+    std::lock_guard<std::mutex> lock(first_error_mutex_);
+    if (!first_error_) first_error_ = error;
+  }
+  if (--pending_ != 0) return;
+  std::exception_ptr outcome;
+  {
+    std::lock_guard<std::mutex> lock(first_error_mutex_);
+    outcome = first_error_;
+  }
+  complete(outcome);
+}
+
+void TorchWork::complete(std::exception_ptr error) {
+  if (!error && finish_step_) {
+    try {
+      finish_step_();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  finish_step_ = nullptr;
+  keep_.clear();
+  error = to_torch(error);
+  // The future first, then the work: whoever returns from wait() finds the future complete.
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+  finish(error);
+}
+
+bool TorchWork::isCompleted() {
+  // Point-to-point transfers finish when looked at.
+  if (point_to_point_) {
+    for (const gloo_lite::Work& call : calls_) call.test();
+  }
+  return ::c10d::Work::isCompleted();
+}
+
+bool TorchWork::wait(std::chrono::milliseconds timeout) {
+  if (point_to_point_) {
+    for (const gloo_lite::Work& call : calls_) {
+      try {
+        if (timeout == ::c10d::kNoTimeout) {
+          call.wait();
+        } else {
+          call.wait(timeout);
+        }
+      } catch (...) {
+        // Reported through the callback, converted, by the base class's wait below.
+      }
+    }
+  }
+  return ::c10d::Work::wait(timeout);
+}
+
+int TorchWork::sourceRank() const {
+  return calls_.empty() ? -1 : calls_.front().source();
+}
+
+std::vector<at::Tensor> TorchWork::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> TorchWork::getFuture() {
+  if (point_to_point_) {
+    return ::c10d::Work::getFuture();  // torch's message: not supported
+  }
+  return future_;
+}
+
+void TorchWork::abort() {
+  // gloo_lite calls are cancelled by failing their context (Backend::abort); a single call
+  // cannot be taken back once peers may have matched it.
+}
+
+}  // namespace gloo_lite::torch_backend
