@@ -23,7 +23,8 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
       --size-time SECONDS  time per size that the automatic -n aims at (default 0.3)
   -w, --warmup_iters N     warm-up iterations per size (default 5)
   -c, --check 0/1          verify every output element after the warm-up (default 1)
-  -o, --op NAME            sum, prod, min, max, avg (default sum)
+  -o, --op NAME            sum, prod, min, max, avg; band, bor, bxor with an integer -d
+                           (default sum)
   -d, --datatype NAME      float, half, bf16, double, int8, uint8, int32, ... (default float)
   -r, --root N             root of reduce, gather, scatter, broadcast (default 0)
   -A, --algorithm NAME     auto (the tuner), an algorithm name, a comma list, or all
@@ -204,6 +205,11 @@ Options parse_options(int argc, char** argv) {
     if (options.per_iteration) usage_error("-I does not apply to --overlap");
   } else if (options.overlap_idle) {
     usage_error("--overlap-idle goes with --overlap MS");
+  }
+  if (is_bitwise(options.op) && !is_integer(options.type)) {
+    usage_error(std::string("-o ") + op_name(options.op) +
+                " is a bitwise op: it needs an integer " +
+                "-d (int8, uint8, int32, uint32, int64, uint64), not " + type_name(options.type));
   }
   if (options.min_bytes > options.max_bytes) usage_error("-b is larger than -e");
   if (options.algorithms.empty()) options.algorithms = {"auto"};

@@ -51,6 +51,10 @@ ValuePattern::ValuePattern(DataType type, ReduceOp op, int ranks, bool reduces)
   } else if (op == ReduceOp::kProd) {
     // Every rank 1 or 2 while 2^P is exact; beyond that, a single 2 per element.
     single_two_ = ranks_ >= 63 || std::ldexp(1.0, ranks_) > limit;
+  } else if (is_bitwise(op)) {
+    // 7 random bits: every result stays in [0, 127], exact in every integer type (the only
+    // types these ops take) and never uint8's poison 255.
+    range_ = 128;
   }
 }
 
@@ -75,6 +79,15 @@ double ValuePattern::reduced(size_t index) const {
         break;
       case ReduceOp::kMax:
         result = std::max(result, value);
+        break;
+      case ReduceOp::kBand:
+        result = static_cast<double>(static_cast<uint32_t>(result) & static_cast<uint32_t>(value));
+        break;
+      case ReduceOp::kBor:
+        result = static_cast<double>(static_cast<uint32_t>(result) | static_cast<uint32_t>(value));
+        break;
+      case ReduceOp::kBxor:
+        result = static_cast<double>(static_cast<uint32_t>(result) ^ static_cast<uint32_t>(value));
         break;
       default:  // sum, avg
         result += value;

@@ -1,7 +1,8 @@
 // Deterministic inputs for the check (-c 1) and the values the collectives must produce from them.
 // Element i of rank r is a small integer drawn from a hash of (r, i), in a range chosen so that
 // the reduction of P of them is exact in the element type (a sum of P values stays within the
-// type's exact-integer range; products use only 1 and 2). Results are then compared for
+// type's exact-integer range; products use only 1 and 2; the bitwise ops, integer types only, use
+// 7 bits). Results are then compared for
 // equality whatever order an algorithm combines partial results in, and a block that lands at
 // the wrong offset or from the wrong rank shows up as wrong values.
 #pragma once

@@ -39,6 +39,20 @@ size_t checked_total(const char* collective, const std::vector<size_t>& counts,
   return total;
 }
 
+void check_op(const char* collective, int rank, DataType type, ReduceOp op) {
+  if (static_cast<int>(op) > static_cast<int>(ReduceOp::kBxor)) {
+    throw InvalidArgument(std::string(collective) + ": ReduceOp " +
+                          std::to_string(static_cast<int>(op)) + " is not a reduction");
+  }
+  if (is_bitwise(op) && !is_integer(type)) {
+    throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) + ": op " +
+                          op_name(op) + " on " + type_name(type) +
+                          " data: the bitwise ops (band, bor, bxor) need an integer type (int8, "
+                          "uint8, int32, uint32, int64, uint64); reinterpret the data as one of "
+                          "those or use another op");
+  }
+}
+
 void check_overlap(const char* collective, const void* a, size_t a_bytes, const char* a_name,
                    const void* b, size_t b_bytes, const char* b_name) {
   auto start_a = reinterpret_cast<uintptr_t>(a);

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "gloo_lite/types.h"
+
 namespace gloo_lite {
 
 // Largest byte size of one buffer: pointer differences must stay representable.
@@ -20,6 +22,11 @@ size_t checked_bytes(const char* collective, size_t elements, size_t element_byt
 // bytes) does not fit.
 size_t checked_total(const char* collective, const std::vector<size_t>& counts,
                      size_t element_bytes, const char* what);
+
+// Throws InvalidArgument when `op` is not a ReduceOp, or is a bitwise op (band, bor, bxor) and
+// `type` is not an integer type; the message names the collective, the rank, the op and the
+// type. `type` must be valid (checked before, by element_size).
+void check_op(const char* collective, int rank, DataType type, ReduceOp op);
 
 // Throws InvalidArgument when the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap
 // without starting at the same address (the one aliasing the API defines: in place), or when

@@ -23,7 +23,7 @@ namespace {
 using algo::Call;
 using algo::Collective;
 
-// Validates what every collective shares (root, custom op) and fills the tuner-visible part of
+// Validates what every collective shares (root, type, op) and fills the tuner-visible part of
 // the call. The stream turn, sequence number and deadline come later, in run(), once every
 // argument has been checked: an invalid call consumes nothing.
 Call describe(Context& context, Collective collective, DataType type, ReduceOp op, int root,
@@ -34,14 +34,11 @@ Call describe(Context& context, Collective collective, DataType type, ReduceOp o
                           " is not a rank of this context (size " + std::to_string(context.size()) +
                           ")");
   }
-  if (static_cast<int>(op) > static_cast<int>(ReduceOp::kCustom)) {
-    throw InvalidArgument(std::string(name) + ": ReduceOp " + std::to_string(static_cast<int>(op)) +
-                          " is not a reduction");
-  }
+  Call call = Call::on(context, collective, type, op, root);  // checks the type
+  check_op(name, context.rank(), type, op);
   if (op == ReduceOp::kCustom && !options.custom) {
     throw InvalidArgument(std::string(name) + ": ReduceOp::kCustom needs options.custom");
   }
-  Call call = Call::on(context, collective, type, op, root);
   call.custom = op == ReduceOp::kCustom ? &options.custom : nullptr;
   return call;
 }

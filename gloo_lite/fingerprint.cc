@@ -71,24 +71,26 @@ std::string describe(const Fingerprint& f) {
 
 // --- the per-message call fingerprint (call_fingerprint, fingerprint.h) ---
 
-constexpr uint64_t kLayoutVersion = 1;
+// 2: the op field grew to 4 bits (the bitwise ops), taken from the counts hash.
+constexpr uint64_t kLayoutVersion = 2;
 
 // One field of the 64-bit fingerprint: `bits` wide, its lowest bit at `shift`.
 struct Field {
   int shift;
   int bits;
-  uint64_t get(uint64_t fingerprint) const { return (fingerprint >> shift) & mask(); }
-  uint64_t put(uint64_t value) const { return (value & mask()) << shift; }
-  uint64_t mask() const { return (uint64_t{1} << bits) - 1; }
+  constexpr uint64_t get(uint64_t fingerprint) const { return (fingerprint >> shift) & mask(); }
+  constexpr uint64_t put(uint64_t value) const { return (value & mask()) << shift; }
+  constexpr uint64_t mask() const { return (uint64_t{1} << bits) - 1; }
 };
 constexpr Field kChecked{63, 1};
 constexpr Field kVersionField{60, 3};
 constexpr Field kCollectiveField{56, 4};
 constexpr Field kTypeField{52, 4};
-constexpr Field kOpField{49, 3};
-constexpr Field kAlgorithmField{43, 6};
-constexpr Field kRootField{24, 19};
-constexpr Field kCountsField{0, 24};
+constexpr Field kOpField{48, 4};
+constexpr Field kAlgorithmField{42, 6};
+constexpr Field kRootField{23, 19};
+constexpr Field kCountsField{0, 23};
+static_assert(static_cast<uint64_t>(ReduceOp::kBxor) <= kOpField.mask(), "every op fits");
 
 bool has_counts(algo::Collective c) {
   return c != algo::Collective::kAlltoall && c != algo::Collective::kBarrier;
@@ -105,7 +107,7 @@ uint64_t counts_hash(const algo::Call& call) {
   return h ^ (h >> 24) ^ (h >> 48);
 }
 
-std::string hex24(uint64_t value) {
+std::string hex6(uint64_t value) {
   char text[8];
   std::snprintf(text, sizeof(text), "%06llx", static_cast<unsigned long long>(value));
   return text;
@@ -129,8 +131,12 @@ std::string describe_call(uint64_t fingerprint, uint64_t tag) {
   text += type_index <= static_cast<uint64_t>(DataType::kFloat64)
               ? type_name(static_cast<DataType>(type_index))
               : "type " + std::to_string(type_index);
-  if (collective_info(collective).has_op)
-    text += std::string(", ") + op_name(static_cast<ReduceOp>(kOpField.get(fingerprint)));
+  if (collective_info(collective).has_op) {
+    auto op_index = kOpField.get(fingerprint);
+    text += op_index <= static_cast<uint64_t>(ReduceOp::kBxor)
+                ? std::string(", ") + op_name(static_cast<ReduceOp>(op_index))
+                : ", op " + std::to_string(op_index);
+  }
   if (collective_info(collective).rooted)
     text += ", root " + std::to_string(kRootField.get(fingerprint));
   uint64_t algorithm = kAlgorithmField.get(fingerprint);
@@ -138,7 +144,7 @@ std::string describe_call(uint64_t fingerprint, uint64_t tag) {
   if (algorithm >= 1 && algorithm <= table.size()) {
     text += std::string(", algorithm ") + table[algorithm - 1].name;
   }
-  if (has_counts(collective)) text += ", counts #" + hex24(kCountsField.get(fingerprint));
+  if (has_counts(collective)) text += ", counts #" + hex6(kCountsField.get(fingerprint));
   return text + ")";
 }
 

@@ -35,9 +35,9 @@ struct Algorithm;
 // The 64-bit fingerprint that `call`'s messages carry when run with `algorithm`. Ranks in the
 // same call get the same value; it decodes into a readable description of the call (the
 // transport prints it through the describer this file registers). Layout, high bits first:
-// 1 (never 0, which means unchecked), 3-bit layout version, collective (4), type (4), op (3,
+// 1 (never 0, which means unchecked), 3-bit layout version, collective (4), type (4), op (4,
 // reducing collectives only), algorithm (6, its registry index + 1), root (19, rooted
-// collectives only), a 24-bit hash of the counts (0 for alltoall(v), whose counts are pairwise:
+// collectives only), a 23-bit hash of the counts (0 for alltoall(v), whose counts are pairwise:
 // the size check of each message covers them).
 uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorithm);
 

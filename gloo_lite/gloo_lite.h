@@ -107,7 +107,12 @@ enum gloo_lite_op {
   GLOO_LITE_MIN = 2,
   GLOO_LITE_MAX = 3,
   GLOO_LITE_AVG = 4,
-  GLOO_LITE_CUSTOM = 5 /* gloo_lite_options_t.custom */
+  GLOO_LITE_CUSTOM = 5, /* gloo_lite_options_t.custom */
+  /* Elementwise &, |, ^ (MPI_BAND, MPI_BOR, MPI_BXOR), for the integer types only: with a
+   * float type the call returns GLOO_LITE_ERR_INVALID_ARGUMENT before anything moves. */
+  GLOO_LITE_BAND = 6,
+  GLOO_LITE_BOR = 7,
+  GLOO_LITE_BXOR = 8
 };
 
 /* Bytes per element of `type` into *size. */

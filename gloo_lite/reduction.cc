@@ -62,7 +62,8 @@ template <DataType T>
 using StorageOf = typename Storage<T>::type;
 
 // Integer sum/prod on the unsigned type (wrapping, no signed-overflow UB); sub-int types are
-// multiplied as unsigned int so that integer promotion cannot make them signed.
+// multiplied as unsigned int so that integer promotion cannot make them signed. The bitwise ops
+// act on the two's-complement bits whatever the signedness.
 template <typename I, ReduceOp Op>
 inline I combine_integer(I a, I b) {
   using U = std::make_unsigned_t<I>;
@@ -72,6 +73,12 @@ inline I combine_integer(I a, I b) {
   } else if constexpr (Op == ReduceOp::kProd) {
     return static_cast<I>(static_cast<U>(static_cast<Wide>(static_cast<U>(a)) *
                                          static_cast<Wide>(static_cast<U>(b))));
+  } else if constexpr (Op == ReduceOp::kBand) {
+    return static_cast<I>(a & b);
+  } else if constexpr (Op == ReduceOp::kBor) {
+    return static_cast<I>(a | b);
+  } else if constexpr (Op == ReduceOp::kBxor) {
+    return static_cast<I>(a ^ b);
   } else if constexpr (Op == ReduceOp::kMin) {
     return b < a ? b : a;
   } else {
@@ -160,6 +167,17 @@ void portable(void* dst, const void* a, const void* b, size_t count) {
   }
 }
 
+// The bitwise ops have kernels for the integer types only (reduction_kernels.h).
+template <DataType T>
+ReduceKernel portable_bitwise(ReduceOp op) {
+  if constexpr (is_integer(T)) {
+    if (op == ReduceOp::kBand) return &portable<T, ReduceOp::kBand>;
+    if (op == ReduceOp::kBor) return &portable<T, ReduceOp::kBor>;
+    if (op == ReduceOp::kBxor) return &portable<T, ReduceOp::kBxor>;
+  }
+  return nullptr;
+}
+
 template <DataType T>
 ReduceKernel portable_for(ReduceOp op) {
   switch (op) {
@@ -172,6 +190,10 @@ ReduceKernel portable_for(ReduceOp op) {
       return &portable<T, ReduceOp::kMin>;
     case ReduceOp::kMax:
       return &portable<T, ReduceOp::kMax>;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      return portable_bitwise<T>(op);
     case ReduceOp::kCustom:
       break;
   }
@@ -218,6 +240,11 @@ KernelFamily choose_family() {
 
 ReduceKernel active_kernel(DataType type, ReduceOp op) {
   ReduceKernel kernel = kernel_of(active_kernel_family(), type, op);
+  if (kernel == nullptr && is_bitwise(op) && !is_integer(type)) {
+    throw InvalidArgument(std::string("reduction ") + op_name(op) + " on " + type_name(type) +
+                          ": bitwise ops need an integer type (int8, uint8, int32, uint32, "
+                          "int64, uint64)");
+  }
   if (kernel == nullptr) {
     throw InvalidArgument(std::string("no reduction kernel for type ") + type_name(type) + ", op " +
                           std::to_string(static_cast<int>(op)));

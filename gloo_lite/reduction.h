@@ -11,6 +11,7 @@ namespace gloo_lite {
 
 // Combines `count` elements: dst = op(dst, src). kAvg combines as a sum (the caller divides by
 // P once at the end with finish_average). kCustom calls `custom`.
+// kBand, kBor, kBxor (integer types only; InvalidArgument otherwise) are &, |, ^ elementwise.
 // Integer sum/prod wrap modulo 2^bits. Float min/max propagate NaN (a NaN on either side gives
 // NaN, unlike fmin), so a rank with NaN shows in the result whatever the reduction order.
 // Both kernel families give the same bits (reduction_kernels.h has the exact rules).

@@ -89,6 +89,12 @@ inline __m256i combine_epi(__m256i a, __m256i b) {
     if constexpr (k8) return mul_epi8(a, b);
     if constexpr (k32) return _mm256_mullo_epi32(a, b);
     if constexpr (!k8 && !k32) return mul_epi64(a, b);
+  } else if constexpr (Op == ReduceOp::kBand) {
+    return _mm256_and_si256(a, b);
+  } else if constexpr (Op == ReduceOp::kBor) {
+    return _mm256_or_si256(a, b);
+  } else if constexpr (Op == ReduceOp::kBxor) {
+    return _mm256_xor_si256(a, b);
   } else if constexpr (Op == ReduceOp::kMin) {
     if constexpr (T == DataType::kInt8) return _mm256_min_epi8(a, b);
     if constexpr (T == DataType::kUint8) return _mm256_min_epu8(a, b);
@@ -244,6 +250,17 @@ ReduceKernel kernel_for_op() {
   }
 }
 
+// The bitwise ops are one instruction for every integer width; no kernel for the float types.
+template <DataType T>
+ReduceKernel bitwise_kernel(ReduceOp op) {
+  if constexpr (is_integer(T)) {
+    if (op == ReduceOp::kBand) return kernel_for_op<T, ReduceOp::kBand>();
+    if (op == ReduceOp::kBor) return kernel_for_op<T, ReduceOp::kBor>();
+    if (op == ReduceOp::kBxor) return kernel_for_op<T, ReduceOp::kBxor>();
+  }
+  return nullptr;
+}
+
 template <DataType T>
 ReduceKernel kernel_for_type(ReduceOp op) {
   switch (op) {
@@ -256,6 +273,10 @@ ReduceKernel kernel_for_type(ReduceOp op) {
       return kernel_for_op<T, ReduceOp::kMin>();
     case ReduceOp::kMax:
       return kernel_for_op<T, ReduceOp::kMax>();
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      return bitwise_kernel<T>(op);
     case ReduceOp::kCustom:
       break;
   }

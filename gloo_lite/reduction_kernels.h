@@ -3,11 +3,13 @@
 //
 // Every kernel computes dst[i] = op(a[i], b[i]) for i < count. dst may be a or b (the same
 // pointer: each element is read before it is written); any other overlap is undefined. Buffers
-// must be aligned to their element type. kAvg uses the kSum kernel; kCustom has no kernel.
+// must be aligned to their element type. kAvg uses the kSum kernel; kCustom has no kernel, and
+// kBand, kBor, kBxor have kernels for the integer types only.
 //
 // Semantics shared by both families, bit for bit (the tests compare them):
 //  - Integers: sum and prod wrap modulo 2^bits (computed on the unsigned type, so signed overflow
-//    is not undefined behaviour); min/max are exact.
+//    is not undefined behaviour); min/max are exact; band/bor/bxor are &, |, ^ of the
+//    two's-complement bits.
 //  - Floats: IEEE sum and prod. min/max propagate NaN: min(a, b) = isnan(a) ? a : (a < b ? a : b)
 //    and likewise for max, so a NaN on any rank makes the reduced element NaN whatever the
 //    reduction order (fmin-style NaN dropping would hide a diverged rank). This is the x86
@@ -32,10 +34,11 @@ enum class KernelFamily : uint8_t { kPortable, kAvx2 };
 using ReduceKernel = void (*)(void* dst, const void* a, const void* b, size_t count);
 
 // Portable C++ loops, auto-vectorised for the baseline ISA (reduction.cc). Returns nullptr for
-// kCustom or an out-of-range enum.
+// kCustom, a bitwise op on a float type, or an out-of-range enum.
 ReduceKernel portable_kernel(DataType type, ReduceOp op);
 
-// AVX2 (+F16C) kernels (reduction_avx2.cc). Call only when cpu_has_avx2_kernels().
+// AVX2 (+F16C) kernels (reduction_avx2.cc), with the same nullptr cases. Call only when
+// cpu_has_avx2_kernels().
 ReduceKernel avx2_kernel(DataType type, ReduceOp op);
 
 // Whether this CPU (and OS) supports AVX2, F16C and FMA.

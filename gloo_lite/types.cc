@@ -29,8 +29,11 @@ constexpr TypeInfo kTypes[] = {
     {DataType::kFloat64, "float64", 8, {"double", "fp64", nullptr}},
 };
 
-constexpr const char* kOpNames[] = {"sum", "prod", "min", "max", "avg", "custom"};
+// Indexed by ReduceOp.
+constexpr const char* kOpNames[] = {"sum",    "prod", "min", "max", "avg",
+                                    "custom", "band", "bor", "bxor"};
 constexpr size_t kOpCount = sizeof(kOpNames) / sizeof(kOpNames[0]);
+static_assert(kOpCount == static_cast<size_t>(ReduceOp::kBxor) + 1, "a name for every ReduceOp");
 
 const TypeInfo& info(DataType type) {
   for (const TypeInfo& entry : kTypes) {

@@ -21,7 +21,34 @@ enum class DataType : uint8_t {
   kFloat64,
 };
 
-enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg, kCustom };
+// The values are the C ABI's (gloo_lite.h: GLOO_LITE_SUM = 0 ...); new operations go at the end.
+// kBand, kBor and kBxor are elementwise &, |, ^ (MPI_BAND, MPI_BOR, MPI_BXOR) and are defined on
+// the integer types only: a collective given one with a floating-point type throws
+// InvalidArgument before anything moves.
+enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg, kCustom, kBand, kBor, kBxor };
+
+// int8 .. uint64: the types that kBand, kBor and kBxor accept.
+constexpr bool is_integer(DataType type) {
+  switch (type) {
+    case DataType::kInt8:
+    case DataType::kUint8:
+    case DataType::kInt32:
+    case DataType::kUint32:
+    case DataType::kInt64:
+    case DataType::kUint64:
+      return true;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      break;
+  }
+  return false;
+}
+
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
+}
 
 // A user reduction: combine `count` elements of `in` into `inout` (inout[i] = f(inout[i], in[i])).
 // It must be associative and commutative like MPI's built-in operations; algorithms combine
@@ -30,7 +57,7 @@ using ReduceFunction = std::function<void(void* inout, const void* in, size_t co
 
 size_t element_size(DataType type);
 const char* type_name(DataType type);  // "float32", "bfloat16", ...
-const char* op_name(ReduceOp op);      // "sum", ...
+const char* op_name(ReduceOp op);      // "sum", ..., "band", "bor", "bxor"
 // Parse names as printed above (and nccl-tests' short forms: float, half, bf16, int, ...);
 // throw InvalidArgument listing the accepted names.
 DataType parse_type(const std::string& name);

@@ -38,7 +38,10 @@ static_assert(static_cast<int>(ReduceOp::kSum) == GLOO_LITE_SUM &&
               static_cast<int>(ReduceOp::kMin) == GLOO_LITE_MIN &&
               static_cast<int>(ReduceOp::kMax) == GLOO_LITE_MAX &&
               static_cast<int>(ReduceOp::kAvg) == GLOO_LITE_AVG &&
-              static_cast<int>(ReduceOp::kCustom) == GLOO_LITE_CUSTOM);
+              static_cast<int>(ReduceOp::kCustom) == GLOO_LITE_CUSTOM &&
+              static_cast<int>(ReduceOp::kBand) == GLOO_LITE_BAND &&
+              static_cast<int>(ReduceOp::kBor) == GLOO_LITE_BOR &&
+              static_cast<int>(ReduceOp::kBxor) == GLOO_LITE_BXOR);
 
 gloo_lite_result_t classify(const std::exception_ptr& error, std::string* message) noexcept {
   try {
@@ -104,9 +107,9 @@ DataType type_of(gloo_lite_datatype_t type) {
 
 ReduceOp op_of(gloo_lite_op_t op) {
   const int value = op;
-  if (value < GLOO_LITE_SUM || value > GLOO_LITE_CUSTOM) {
+  if (value < GLOO_LITE_SUM || value > GLOO_LITE_BXOR) {
     bad_argument("op " + std::to_string(value) +
-                 " is not a gloo_lite_op_t (GLOO_LITE_SUM .. GLOO_LITE_CUSTOM)");
+                 " is not a gloo_lite_op_t (GLOO_LITE_SUM .. GLOO_LITE_BXOR)");
   }
   return static_cast<ReduceOp>(op);
 }

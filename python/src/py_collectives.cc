@@ -111,7 +111,7 @@ Buffer out_without_input(const char* call, nb::handle out) {
   return Buffer::acquire(out, call, "out", Access::kWrite);
 }
 
-// The ReduceOp for `op`: a gloo_lite.ReduceOp, its name ("sum", "max", ...) or a callable
+// The ReduceOp for `op`: a gloo_lite.ReduceOp, its name ("sum", "max", "bxor", ...) or a callable
 // f(inout, in) that combines two numpy arrays into `inout` (the custom op).
 ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOptions* options,
                    Operands* operands) {
@@ -152,8 +152,8 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
     return ReduceOp::kCustom;
   }
   throw nb::type_error((std::string(call) +
-                        ": op must be a gloo_lite.ReduceOp, one of 'sum', "
-                        "'prod', 'min', 'max', 'avg', or a callable f(inout, in); got " +
+                        ": op must be a gloo_lite.ReduceOp, one of 'sum', 'prod', 'min', "
+                        "'max', 'avg', 'band', 'bor', 'bxor', or a callable f(inout, in); got " +
                         nb::inst_name(op).c_str())
                            .c_str());
 }

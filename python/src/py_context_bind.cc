@@ -110,7 +110,10 @@ void bind_context(nb::module_& m) {
       .value("PROD", ReduceOp::kProd)
       .value("MIN", ReduceOp::kMin)
       .value("MAX", ReduceOp::kMax)
-      .value("AVG", ReduceOp::kAvg);
+      .value("AVG", ReduceOp::kAvg)
+      .value("BAND", ReduceOp::kBand)  // the bitwise ops: integer dtypes only
+      .value("BOR", ReduceOp::kBor)
+      .value("BXOR", ReduceOp::kBxor);
 
   m.def("_collectives", &collective_table,
         "The C++ table of collectives (gloo_lite/collective_info.h).");

@@ -58,9 +58,10 @@ struct Case {
   bool in_place = false;
   int root = 0;        // rooted collectives only
   bool check = false;  // CollectiveOptions::check
-  // Derived by finish():
-  uint64_t seed = 0;         // from the name: inputs and uneven layouts
-  bool supported = true;     // false when the named algorithm declines the call (InvalidArgument)
+  // Derived by finish(). `supported` is false when the named algorithm declines the call or the
+  // library refuses it (a bitwise op on a float type): every rank then expects InvalidArgument.
+  uint64_t seed = 0;  // from the name: inputs and uneven layouts
+  bool supported = true;
   bool null_unused = false;  // non-roots pass null for buffers the API lets them omit
 
   // collective_algorithm_P<P>_n<count>_<type>[_<op>]_<inplace|outofplace>[_root<r>][_check]

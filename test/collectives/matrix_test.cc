@@ -3,13 +3,15 @@
 // checks its result against the independent reference (reference.h).
 //
 // Sampling rule (in full at the top of sampling.cc, which implements it): a deterministic subset
-// of P {1..9, 12, 13, 16} x count {0, 1, 2, 3, 7, P-1, P+1, 1000, 65537, 4Mi} x 10 types x 6 ops
+// of P {1..9, 12, 13, 16} x count {0, 1, 2, 3, 7, P-1, P+1, 1000, 65537, 4Mi} x 10 types x 9 ops
 // x every registered algorithm and auto x in/out of place x 13 entry points + barrier, roots
 // P-1 or P/2. Choices come from splitmix64 keyed by rule and loop indices, so the list is fixed.
 // It always holds every collective x algorithm x type (x op for the reducing ones), every
 // collective x P, every collective x small count, every algorithm in and out of place, 65537
 // for every collective x algorithm at a power-of-two P and at another P, a few 4Mi cases, and
-// 1200 uniform draws. CollectiveMatrixSampling below checks these guarantees on the list.
+// 1200 uniform draws; and every reducing collective x algorithm x bitwise op x integer type,
+// plus bitwise ops on float types, which must be refused. CollectiveMatrixSampling below checks
+// these guarantees on the list.
 //
 // Test names spell the case:
 //   Threads/CollectiveMatrix.MatchesReference/allreduce_ring_P5_n1000_float16_sum_inplace
@@ -129,6 +131,34 @@ TEST(CollectiveMatrixSampling, CoversEveryAlgorithmTypeAndSize) {
     }
   }
   std::cout << "[          ] thread matrix: " << cases.size() << " cases" << std::endl;
+}
+
+TEST(CollectiveMatrixSampling, CoversEveryBitwiseOpOnEveryIntegerType) {
+  std::set<std::string> run, refused;
+  for (const Case& c : thread_matrix()) {
+    if (!is_reducing(c.kind) || !is_bitwise(c.op)) continue;
+    std::string key = std::string(kind_name(c.kind)) + "/" + c.algorithm + "/" + op_label(c.op);
+    if (is_integer(c.type)) {
+      if (c.supported) run.insert(key + "/" + type_label(c.type));
+    } else {
+      EXPECT_FALSE(c.supported) << c.name() << ": a bitwise op on a float type must be refused";
+      refused.insert(std::string(kind_name(c.kind)) + "/" + op_label(c.op));
+    }
+  }
+  for (Kind kind : kAllKinds) {
+    if (!is_reducing(kind)) continue;
+    for (ReduceOp op : {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+      std::string kind_op = std::string(kind_name(kind)) + "/" + op_label(op);
+      EXPECT_TRUE(refused.count(kind_op)) << "no float case for " << kind_op;
+      for (const std::string& algorithm : algorithms_for(kind)) {
+        for (int t = 0; t <= static_cast<int>(DataType::kUint64); ++t) {
+          std::string key = std::string(kind_name(kind)) + "/" + algorithm + "/" + op_label(op) +
+                            "/" + type_label(static_cast<DataType>(t));
+          EXPECT_TRUE(run.count(key)) << "no case that runs " << key;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -310,8 +310,9 @@ RankResult run_rank(const Case& c, Context& context, CaseBoard& board,
     run.run();
     if (!c.supported) {
       result.problems.push_back(rank + "algorithm '" + c.algorithm +
-                                "' declines this call (supports() is false), so the call should "
-                                "throw InvalidArgument, but it returned");
+                                "' declines this call (supports() is false) or its op does not "
+                                "take its type, so the call should throw InvalidArgument, but it "
+                                "returned");
     }
   } catch (const InvalidArgument& error) {
     result.threw = true;

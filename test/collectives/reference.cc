@@ -142,6 +142,13 @@ S integer_input(const Inputs& inputs, int rank, size_t index) {
       if (static_cast<size_t>(rank) == (index / 3 + 1) % ranks) value *= 2;
       return wrap<S>(static_cast<uint64_t>(value));
     }
+    case Pattern::kAndBits:
+    case Pattern::kOrBits: {
+      // k independent words ANDed, 2^k >= P: each bit is set with probability 2^-k, about 1/P.
+      uint64_t sparse = h;
+      for (int k = 2; k < inputs.ranks; k *= 2) sparse &= mix64(h ^ (uint64_t(k) << 56));
+      return wrap<S>(inputs.pattern == Pattern::kOrBits ? sparse : ~sparse);
+    }
     case Pattern::kOrdered:
     case Pattern::kMove:
       break;
@@ -158,6 +165,8 @@ double float_input(const Inputs& inputs, int rank, size_t index) {
       return ((h & 1) ? -1.0 : 1.0) * (1.0 + unit(mix64(h)) / 8);
     case Pattern::kOrdered:
     case Pattern::kMove:
+    case Pattern::kAndBits:  // bitwise ops: integer types only
+    case Pattern::kOrBits:
       break;
   }
   return unit(h) * 1000;
@@ -239,6 +248,15 @@ void integer_reduction(const Inputs& inputs, ReduceOp op, size_t first, size_t c
         case ReduceOp::kCustom:
           acc = wrap_add(wrap_add(acc, x), S{1});
           break;
+        case ReduceOp::kBand:
+          acc = wrap<S>(widen(acc) & widen(x));
+          break;
+        case ReduceOp::kBor:
+          acc = wrap<S>(widen(acc) | widen(x));
+          break;
+        case ReduceOp::kBxor:
+          acc = wrap<S>(widen(acc) ^ widen(x));
+          break;
       }
     }
     if (op == ReduceOp::kAvg) {
@@ -295,6 +313,13 @@ void float_reduction(const Inputs& inputs, ReduceOp op, size_t first, size_t cou
         expected = sum + (p - 1);
         tolerance = slack * (magnitude + p - 1) + (p + 1) * T::kTiny;
         break;
+      case ReduceOp::kBand:
+      case ReduceOp::kBor:
+      case ReduceOp::kBxor:
+        // Not defined on floats: the library refuses the call, and nothing is compared. A
+        // result that somehow arrives fails (the NaN expectation matches nothing).
+        expected = std::numeric_limits<double>::quiet_NaN();
+        break;
     }
     S raw = load<S>(got, i);
     double value = T::value(raw);
@@ -332,7 +357,12 @@ Pattern pattern_for(bool reducing, ReduceOp op) {
       return Pattern::kProduct;
     case ReduceOp::kMin:
     case ReduceOp::kMax:
+    case ReduceOp::kBxor:
       return Pattern::kOrdered;
+    case ReduceOp::kBand:
+      return Pattern::kAndBits;
+    case ReduceOp::kBor:
+      return Pattern::kOrBits;
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
     case ReduceOp::kCustom:

@@ -20,8 +20,12 @@ namespace gloo_lite::test {
 //    floats uniform in [-1, 1).
 //  kProduct: integers +-1 except a factor 3 on one rank and 2 on another per element (|product|
 //    <= 6); floats +-(1 + d), |d| <= 1/8, so that 16 factors stay far from overflow.
-//  kOrdered (min, max) and kMove (data movement): any value (integers use all their bits).
-enum class Pattern { kAdditive, kProduct, kOrdered, kMove };
+//  kOrdered (min, max, bxor) and kMove (data movement): any value (integers use all their bits).
+//  kAndBits (band): integers whose bits are each 0 with probability 2^-k, the smallest k >= 1
+//    with 2^k >= P, so that an AND over P ranks keeps a third of the bits or more, and a rank's
+//    lost contribution (or a partial result seeded with zeros) shows. kOrBits (bor): the
+//    complement, sparse ones, so that an OR is not all ones.
+enum class Pattern { kAdditive, kProduct, kOrdered, kMove, kAndBits, kOrBits };
 Pattern pattern_for(bool reducing, ReduceOp op);
 
 // What identifies the inputs of one case.
@@ -45,9 +49,10 @@ void fill_inputs(const Inputs& inputs, int rank, size_t first, size_t count, voi
 void check_copy(const Inputs& inputs, int source, size_t first, size_t count, const void* got,
                 const std::string& what, Problems& problems);
 // Checks `got` against `op` over every rank's elements first..first+count-1: integers exactly
-// (avg: exact sum, divided truncating toward zero); min/max exactly; float sums, averages and
-// products within (P + 1) * epsilon of the format times the sum of magnitudes (for products:
-// times the magnitude of the product), since algorithms associate in different orders.
+// (avg: exact sum, divided truncating toward zero; band/bor/bxor bit for bit); min/max exactly;
+// float sums, averages and products within (P + 1) * epsilon of the format times the sum of
+// magnitudes (for products: times the magnitude of the product), since algorithms associate in
+// different orders.
 void check_reduction(const Inputs& inputs, ReduceOp op, size_t first, size_t count, const void* got,
                      const std::string& what, Problems& problems);
 

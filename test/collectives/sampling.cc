@@ -1,7 +1,8 @@
 // THE SAMPLING RULE of the collectives matrix.
 //
 // The full cross-product is P in {1..9, 12, 13, 16} x count in {0, 1, 2, 3, 7, P-1, P+1, 1000,
-// 65537, 4Mi} x 10 types x 6 ops x (every registered algorithm + "auto") x {in place, out of
+// 65537, 4Mi} x 10 types x 9 ops (band, bor, bxor on the 6 integer types only) x (every
+// registered algorithm + "auto") x {in place, out of
 // place} x 13 collective entry points (+ barrier), with roots P-1 or P/2: far too many to run.
 // We run a deterministic subset. Every random choice comes from splitmix64 seeded with the rule
 // number and the loop indices, so the list of cases (and their names) is the same on every run
@@ -18,12 +19,17 @@
 //      reduce_scatter, allgather, gather, scatter, broadcast, alltoall), small types where the
 //      buffers scale with P.
 //  R7  1200 cases drawn uniformly from the cross-product with small counts (1 in 8 with check).
+//  R8  the bitwise ops (band, bor, bxor; a list of their own, so that adding them left R1-R7 as
+//      they were): every reducing kind x every algorithm x every bitwise op x every integer
+//      type, P and a small count drawn; per reducing kind x algorithm, one at count 65537; per
+//      reducing kind x bitwise op, one with a float type, which every rank must refuse.
 //  Barrier: every algorithm x every P.
 // Roots are drawn from {P-1, P/2}, except R7, which also draws 0. When a drawn call is one that
 // the named algorithm declines (its `supports` says no), up to 16 redraws look for one it takes;
 // failing that, the case stays and expects InvalidArgument on every rank.
 // Duplicates (same name) are dropped. The process matrix is a separate fixed list: every kind at
-// P = 2, 3, 4, 8, the algorithm, type and op cycling, one case at 65537.
+// P = 2, 3, 4, 8, the algorithm, type and op cycling, one case at 65537; and every reducing kind
+// once with a bitwise op and an integer type (op, type, P and algorithm cycling).
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -41,6 +47,14 @@ const std::vector<DataType> kTypes = {
 };
 const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                     ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kCustom};
+const std::vector<ReduceOp> kBitwiseOps = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+const std::vector<DataType> kIntegerTypes = {DataType::kInt8,  DataType::kUint8,
+                                             DataType::kInt32, DataType::kUint32,
+                                             DataType::kInt64, DataType::kUint64};
+const std::vector<DataType> kFloatTypes = {DataType::kFloat16, DataType::kBFloat16,
+                                           DataType::kFloat32, DataType::kFloat64};
+const std::vector<Kind> kReducingKinds = {Kind::kAllreduce, Kind::kReduce, Kind::kReduceScatter,
+                                          Kind::kReduceScatterv};
 constexpr size_t k4Mi = size_t{4} << 20;
 constexpr uint64_t kRandomCases = 1200;
 
@@ -256,6 +270,41 @@ void rule_random(Builder& builder) {                                // R7
   }
 }
 
+void rule_bitwise(Builder& builder) {  // R8
+  for (Kind kind : kReducingKinds) {
+    auto algorithms = algorithms_for(kind);
+    for (size_t a = 0; a < algorithms.size(); ++a) {
+      for (size_t o = 0; o < kBitwiseOps.size(); ++o) {
+        for (size_t t = 0; t < kIntegerTypes.size(); ++t) {
+          builder.add_supported({8, uint64_t(kind), a, o, t}, [&](Draws& draws) {
+            Case c = drawn(kind, algorithms[a], draws);
+            c.type = kIntegerTypes[t];
+            c.op = kBitwiseOps[o];
+            return c;
+          });
+        }
+      }
+      builder.add_supported({8, uint64_t(kind), a, 100}, [&](Draws& draws) {
+        Case c = drawn(kind, algorithms[a], draws);
+        c.size = draws.pick(std::vector<int>{2, 3, 4, 5, 8});
+        c.count = 65537;
+        c.type = draws.pick(kIntegerTypes);
+        c.op = draws.pick(kBitwiseOps);
+        c.root = draws.one_in(2) ? c.size - 1 : c.size / 2;
+        return c;
+      });
+    }
+    for (size_t o = 0; o < kBitwiseOps.size(); ++o) {
+      Draws draws({8, uint64_t(kind), 200, o});
+      Case c = drawn(kind, draws.pick(algorithms), draws);
+      c.size = 3;
+      c.type = kFloatTypes[(uint64_t(kind) + o) % kFloatTypes.size()];
+      c.op = kBitwiseOps[o];
+      builder.add(c);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Case> thread_matrix() {
@@ -264,6 +313,7 @@ std::vector<Case> thread_matrix() {
   rule_sizes_and_counts(builder);
   rule_large_counts(builder);
   rule_random(builder);
+  rule_bitwise(builder);
   return builder.take();
 }
 
@@ -286,6 +336,23 @@ std::vector<Case> process_matrix() {
       c.root = i % 2 ? c.size - 1 : c.size / 2;
       builder.add(c);
     }
+  }
+  // The bitwise ops, each width once; the thread matrix (R8) has the full cross-product.
+  const DataType bitwise_types[] = {DataType::kInt32, DataType::kUint8, DataType::kUint64,
+                                    DataType::kInt64};
+  for (size_t k = 0; k < kReducingKinds.size(); ++k) {
+    Kind kind = kReducingKinds[k];
+    auto algorithms = algorithms_for(kind);
+    Case c;
+    c.kind = kind;
+    c.algorithm = algorithms[k % algorithms.size()];
+    c.size = sizes[(k + 1) % sizes.size()];
+    c.count = 1000;
+    c.type = bitwise_types[k];
+    c.op = kBitwiseOps[k % kBitwiseOps.size()];
+    c.in_place = k % 2 == 0;
+    c.root = c.size - 1;
+    builder.add(c);
   }
   return builder.take();
 }

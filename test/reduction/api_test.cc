@@ -29,12 +29,22 @@ TEST(TypeNames, RoundTripAndSizes) {
     EXPECT_EQ(parse_type(type_name(kAllTypes[i])), kAllTypes[i]);
     EXPECT_EQ(element_size(kAllTypes[i]), sizes[i]) << type_name(kAllTypes[i]);
   }
-  for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                            ReduceOp::kAvg, ReduceOp::kCustom}) {
+  for (const ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg,
+        ReduceOp::kCustom, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
     EXPECT_EQ(parse_op(op_name(op)), op);
   }
   EXPECT_STREQ(type_name(DataType::kBFloat16), "bfloat16");
   EXPECT_STREQ(op_name(ReduceOp::kAvg), "avg");
+  EXPECT_STREQ(op_name(ReduceOp::kBand), "band");
+  EXPECT_STREQ(op_name(ReduceOp::kBor), "bor");
+  EXPECT_STREQ(op_name(ReduceOp::kBxor), "bxor");
+  EXPECT_EQ(parse_op("BXOR"), ReduceOp::kBxor);
+  // The C ABI released 0..5; the bitwise ops follow.
+  EXPECT_EQ(static_cast<int>(ReduceOp::kCustom), 5);
+  EXPECT_EQ(static_cast<int>(ReduceOp::kBand), 6);
+  EXPECT_EQ(static_cast<int>(ReduceOp::kBxor), 8);
+  EXPECT_THROW(op_name(static_cast<ReduceOp>(9)), InvalidArgument);
 }
 
 TEST(TypeNames, AcceptsNcclTestsShortForms) {
@@ -201,6 +211,24 @@ class Rules : public ::testing::TestWithParam<detail::KernelFamily> {
     return a;
   }
 };
+
+// Bitwise ops act on the two's-complement bits: sign bits and negative values included.
+TEST_P(Rules, BitwiseOnTheBits) {
+  EXPECT_EQ(combine<int8_t>(DataType::kInt8, ReduceOp::kBand, {-1, -128, 0x55}, {5, -1, 0x0f}),
+            (std::vector<int8_t>{5, -128, 0x05}));
+  EXPECT_EQ(combine<uint8_t>(DataType::kUint8, ReduceOp::kBor, {0x80, 0x0f}, {0x01, 0xf0}),
+            (std::vector<uint8_t>{0x81, 0xff}));
+  EXPECT_EQ(combine<int32_t>(DataType::kInt32, ReduceOp::kBxor, {-1}, {0x0f0f0f0f})[0],
+            ~int32_t{0x0f0f0f0f});
+  EXPECT_EQ(combine<uint32_t>(DataType::kUint32, ReduceOp::kBand, {0xffff0000u}, {0x0ff00ff0u})[0],
+            0x0ff00000u);
+  EXPECT_EQ(combine<int64_t>(DataType::kInt64, ReduceOp::kBor,
+                             {std::numeric_limits<int64_t>::min()}, {1})[0],
+            std::numeric_limits<int64_t>::min() + 1);
+  EXPECT_EQ(combine<uint64_t>(DataType::kUint64, ReduceOp::kBxor, {0xffffffffffffffffull},
+                              {0x8000000000000001ull})[0],
+            0x7ffffffffffffffeull);
+}
 
 TEST_P(Rules, IntegersWrap) {
   const int32_t max32 = std::numeric_limits<int32_t>::max();

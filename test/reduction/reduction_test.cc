@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/reduction.h"
 #include "gloo_lite/reduction_kernels.h"
 #include "reference.h"
@@ -27,6 +28,10 @@ constexpr DataType kAllTypes[] = {
 };
 constexpr ReduceOp kBuiltinOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
                                     ReduceOp::kAvg};
+// The bitwise ops exist for the integer types only.
+constexpr DataType kIntegerTypes[] = {DataType::kInt8,   DataType::kUint8, DataType::kInt32,
+                                      DataType::kUint32, DataType::kInt64, DataType::kUint64};
+constexpr ReduceOp kBitwiseOps[] = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 constexpr size_t kLengths[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 1000, 65537};
 
 bool is_float(DataType type) {
@@ -94,6 +99,9 @@ uint64_t reference(DataType type, ReduceOp op, uint64_t a, uint64_t b) {
     }
     return encode(type, result);
   }
+  if (op == ReduceOp::kBand) return a & b;
+  if (op == ReduceOp::kBor) return a | b;
+  if (op == ReduceOp::kBxor) return a ^ b;
   const __int128 x = integer_value(type, a), y = integer_value(type, b);
   unsigned __int128 result;
   if (op == ReduceOp::kSum) {
@@ -271,14 +279,21 @@ std::string path_name(Path path) {
   return "?";
 }
 
+std::string params_name(const ::testing::TestParamInfo<Params>& info) {
+  return std::string(type_name(std::get<0>(info.param))) + "_" + op_name(std::get<1>(info.param)) +
+         "_" + path_name(std::get<2>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ReduceAllTypes,
     ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kBuiltinOps),
                        ::testing::Values(Path::kPortable, Path::kAvx2, Path::kPublic)),
-    [](const ::testing::TestParamInfo<Params>& info) {
-      return std::string(type_name(std::get<0>(info.param))) + "_" +
-             op_name(std::get<1>(info.param)) + "_" + path_name(std::get<2>(info.param));
-    });
+    params_name);
+INSTANTIATE_TEST_SUITE_P(
+    Bitwise, ReduceAllTypes,
+    ::testing::Combine(::testing::ValuesIn(kIntegerTypes), ::testing::ValuesIn(kBitwiseOps),
+                       ::testing::Values(Path::kPortable, Path::kAvx2, Path::kPublic)),
+    params_name);
 
 // Both families give identical bits (NaN payloads aside), so results do not depend on the CPU
 // a rank runs on.
@@ -310,13 +325,45 @@ TEST_P(FamiliesAgree, BitForBit) {
   }
 }
 
+std::string type_op_name(const ::testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
+  return std::string(type_name(std::get<0>(info.param))) + "_" + op_name(std::get<1>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, FamiliesAgree,
                          ::testing::Combine(::testing::ValuesIn(kAllTypes),
                                             ::testing::ValuesIn(kBuiltinOps)),
-                         [](const ::testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
-                           return std::string(type_name(std::get<0>(info.param))) + "_" +
-                                  op_name(std::get<1>(info.param));
-                         });
+                         type_op_name);
+INSTANTIATE_TEST_SUITE_P(Bitwise, FamiliesAgree,
+                         ::testing::Combine(::testing::ValuesIn(kIntegerTypes),
+                                            ::testing::ValuesIn(kBitwiseOps)),
+                         type_op_name);
+
+// A float type has no bitwise kernel in either family (dispatch must not fall through to some
+// other op's kernel), and the public entry points refuse the call naming op and type.
+TEST(Bitwise, FloatTypesHaveNoKernel) {
+  constexpr DataType kFloatTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                      DataType::kFloat64};
+  for (const DataType type : kFloatTypes) {
+    for (const ReduceOp op : kBitwiseOps) {
+      EXPECT_EQ(detail::kernel_of(detail::KernelFamily::kPortable, type, op), nullptr)
+          << type_name(type) << " " << op_name(op);
+      if (path_available(Path::kAvx2)) {
+        EXPECT_EQ(detail::kernel_of(detail::KernelFamily::kAvx2, type, op), nullptr)
+            << type_name(type) << " " << op_name(op);
+      }
+      uint64_t x = 0;
+      try {
+        reduce_into(&x, &x, 1, type, op);
+        ADD_FAILURE() << "reduce_into accepted " << op_name(op) << " on " << type_name(type);
+      } catch (const InvalidArgument& error) {
+        const std::string what = error.what();
+        EXPECT_NE(what.find(op_name(op)), std::string::npos) << what;
+        EXPECT_NE(what.find(type_name(type)), std::string::npos) << what;
+        EXPECT_NE(what.find("integer type"), std::string::npos) << what;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace gloo_lite::test
