@@ -89,7 +89,7 @@ Elements moved_elements(const at::Tensor& tensor) {
 
 Reduction reduction_of(const char* collective, const at::Tensor& tensor,
                        const ::c10d::ReduceOp& op) {
-  Reduction reduction{DataType::kUint8, ReduceOp::kSum, 1};
+  Reduction reduction;
   const auto kind = op.op_;
   switch (kind) {
     case ::c10d::ReduceOp::SUM:

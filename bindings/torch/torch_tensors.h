@@ -29,9 +29,9 @@ Elements moved_elements(const at::Tensor& tensor);
 // cannot reduce (int16, uint16, float8, ...) or a bitwise op on floats is a ValueError naming
 // the collective, the type and the op.
 struct Reduction {
-  DataType type;
-  ReduceOp op;
-  size_t per_element;  // gloo_lite elements per tensor element (2 for complex)
+  DataType type = DataType::kUint8;
+  ReduceOp op = ReduceOp::kSum;
+  size_t per_element = 1;  // gloo_lite elements per tensor element (2 for complex)
   // PREMUL_SUM: inputs are multiplied by this before the sum; 1 otherwise.
   bool premultiply = false;
   double factor = 1.0;

@@ -79,7 +79,7 @@ bool TorchWork::wait(std::chrono::milliseconds timeout) {
   if (point_to_point_) {
     for (const gloo_lite::Work& call : calls_) {
       try {
-        if (timeout == ::c10d::kNoTimeout) {
+        if (timeout == kNoTimeout) {
           call.wait();
         } else {
           call.wait(timeout);
