@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/install-python-deps.sh  # before the build: CMake finds the module's venv
+./scripts/install-torch.sh        # torch for the torch.distributed backend (large, cached)
 ./scripts/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j2 --timeout 600 "$@"
