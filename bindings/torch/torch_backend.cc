@@ -45,8 +45,8 @@ void check_same_type(const char* collective, const at::Tensor& like,
     check_cpu_dense(collective, tensor);
     if (tensor.scalar_type() != like.scalar_type()) {
       throw InvalidArgument(std::string(collective) + ": tensors of one call must share a dtype; " +
-                            "got " + std::string(c10::toString(like.scalar_type())) + " and " +
-                            std::string(c10::toString(tensor.scalar_type())));
+                            "got " + dtype_name(like.scalar_type()) + " and " +
+                            dtype_name(tensor.scalar_type()));
     }
   }
 }
@@ -266,10 +266,10 @@ void TorchBackend::add_allgather(Call& call, std::vector<std::function<gloo_lite
   if (output.scalar_type() != input.scalar_type() ||
       output.numel() != input.numel() * static_cast<int64_t>(size_)) {
     throw InvalidArgument(std::string(collective) + ": the output must be " +
-                          std::string(c10::toString(input.scalar_type())) + " with " +
+                          dtype_name(input.scalar_type()) + " with " +
                           std::to_string(input.numel()) + " x " + std::to_string(size_) +
                           " elements (the input's times the group size), got " +
-                          std::string(c10::toString(output.scalar_type())) + " with " +
+                          dtype_name(output.scalar_type()) + " with " +
                           std::to_string(output.numel()));
   }
   Staged in(input), out(output);
@@ -463,10 +463,10 @@ void TorchBackend::add_reduce_scatter(Call& call,
   if (output.scalar_type() != input.scalar_type() ||
       input.numel() != output.numel() * static_cast<int64_t>(size_)) {
     throw InvalidArgument(std::string(collective) + ": the input must be " +
-                          std::string(c10::toString(output.scalar_type())) + " with " +
+                          dtype_name(output.scalar_type()) + " with " +
                           std::to_string(output.numel()) + " x " + std::to_string(size_) +
                           " elements (the output's times the group size), got " +
-                          std::string(c10::toString(input.scalar_type())) + " with " +
+                          dtype_name(input.scalar_type()) + " with " +
                           std::to_string(input.numel()));
   }
   Reduction reduction = reduction_of(collective, output, op);

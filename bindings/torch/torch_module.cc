@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings/torch/torch_backend.h"
+#include "gloo_lite/base/log.h"
 
 namespace py = pybind11;
 
@@ -23,6 +24,9 @@ PYBIND11_MODULE(_torch, m) {
       .def_property_readonly("context_id", [](const TorchBackend& backend) {
         return backend.describe();
       });
+
+  m.def("set_log_rank", &gloo_lite::log_set_rank, py::arg("rank"),
+        "The rank gloo_lite's log lines of this process show (\"rank 3\").");
 
   m.def(
       "create_backend",

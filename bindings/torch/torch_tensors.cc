@@ -73,11 +73,48 @@ const char* torch_op_name(::c10d::ReduceOp::RedOpType op) {
 [[noreturn]] void cannot_reduce(const char* collective, const at::Tensor& tensor,
                                 ::c10d::ReduceOp::RedOpType op, const std::string& why) {
   throw InvalidArgument(std::string(collective) + ": gloo_lite cannot reduce a " +
-                        std::string(c10::toString(tensor.scalar_type())) + " tensor with " +
+                        dtype_name(tensor.scalar_type()) + " tensor with " +
                         torch_op_name(op) + ": " + why);
 }
 
 }  // namespace
+
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kByte:
+      return "torch.uint8";
+    case at::kChar:
+      return "torch.int8";
+    case at::kShort:
+      return "torch.int16";
+    case at::kInt:
+      return "torch.int32";
+    case at::kLong:
+      return "torch.int64";
+    case at::kUInt16:
+      return "torch.uint16";
+    case at::kUInt32:
+      return "torch.uint32";
+    case at::kUInt64:
+      return "torch.uint64";
+    case at::kHalf:
+      return "torch.float16";
+    case at::kBFloat16:
+      return "torch.bfloat16";
+    case at::kFloat:
+      return "torch.float32";
+    case at::kDouble:
+      return "torch.float64";
+    case at::kBool:
+      return "torch.bool";
+    case at::kComplexFloat:
+      return "torch.complex64";
+    case at::kComplexDouble:
+      return "torch.complex128";
+    default:
+      return std::string("torch.") + c10::toString(type);
+  }
+}
 
 Elements moved_elements(const at::Tensor& tensor) {
   DataType type;
@@ -210,10 +247,10 @@ void check_same_shape(const char* collective, const at::Tensor& like,
     check_cpu_dense(collective, tensors[i]);
     if (tensors[i].scalar_type() != like.scalar_type() || tensors[i].numel() != like.numel()) {
       throw InvalidArgument(std::string(collective) + ": " + what + " " + std::to_string(i) +
-                            " is " + std::string(c10::toString(tensors[i].scalar_type())) +
+                            " is " + dtype_name(tensors[i].scalar_type()) +
                             " with " + std::to_string(tensors[i].numel()) +
                             " elements, but the input is " +
-                            std::string(c10::toString(like.scalar_type())) + " with " +
+                            dtype_name(like.scalar_type()) + " with " +
                             std::to_string(like.numel()));
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -41,6 +42,9 @@ Reduction reduction_of(const char* collective, const at::Tensor& tensor,
                        const ::c10d::ReduceOp& op);
 // `tensor` times the PREMUL_SUM factor, in place.
 void premultiply(const Reduction& reduction, at::Tensor& tensor);
+
+// "torch.float32", "torch.int16", ...: the names Python users write.
+std::string dtype_name(at::ScalarType type);
 
 // Throws ValueError unless `tensor` is a dense CPU tensor (gloo_lite registers for "cpu").
 void check_cpu_dense(const char* collective, const at::Tensor& tensor);

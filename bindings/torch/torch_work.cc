@@ -14,8 +14,7 @@ TorchWork::TorchWork(int rank, ::c10d::OpType type, const char* title,
       keep_(std::move(keep)),
       finish_step_(std::move(finish_step)),
       point_to_point_(point_to_point),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())) {}
 
 TorchWork::~TorchWork() = default;
 

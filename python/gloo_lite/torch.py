@@ -66,8 +66,16 @@ def _describe_store(store) -> str:
     return type(inner).__name__
 
 
+_log_rank_set = False
+
+
 def _create(options, backend_options=None):
     """torch's factory hook (extended API): one backend per process group and device."""
+    global _log_rank_set
+    if not _log_rank_set:
+        # gloo_lite's log lines name the job's rank: torchrun's RANK, else this first group's.
+        _torch.set_log_rank(int(os.environ.get("RANK", options.group_rank)))
+        _log_rank_set = True
     return _torch.create_backend(
         options.store,
         _describe_store(options.store),
