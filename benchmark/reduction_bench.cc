@@ -1,6 +1,6 @@
 // Reduction kernel throughput: dst = dst + src (what a ring reduce-scatter step does) for float32,
-// float16, bfloat16 and int32 at 4 KiB (L1), 1 MiB (L2) and 64 MiB (DRAM) per buffer, AVX2 and
-// portable kernels side by side.
+// float16, bfloat16 and int32, and dst = dst ^ src for int32, at 4 KiB (L1), 1 MiB (L2) and
+// 64 MiB (DRAM) per buffer, AVX2 and portable kernels side by side.
 //   ./gloo_lite_reduction_bench [--benchmark_filter=float32] [--benchmark_repetitions=5]
 // bytes_per_second counts the bytes read (both operands, 2 x buffer size), comparable with a
 // memory read bandwidth; `reduced` is the rate of one buffer's bytes, the unit of the cost
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "gloo_lite/reduction_kernels.h"
 #include "gloo_lite/types.h"
@@ -62,13 +63,13 @@ void fill_ones(void* data, size_t count, DataType type) {
   }
 }
 
-void reduce_sum(benchmark::State& state, DataType type, KernelFamily family) {
+void reduce(benchmark::State& state, DataType type, ReduceOp op, KernelFamily family) {
   const auto bytes = static_cast<size_t>(state.range(0));
   const size_t count = bytes / gloo_lite::element_size(type);
   AlignedBuffer dst = aligned_buffer(bytes), src = aligned_buffer(bytes);
   fill_ones(dst.get(), count, type);
   fill_ones(src.get(), count, type);
-  const auto kernel = gloo_lite::detail::kernel_of(family, type, ReduceOp::kSum);
+  const auto kernel = gloo_lite::detail::kernel_of(family, type, op);
   for (auto _ : state) {
     kernel(dst.get(), dst.get(), src.get(), count);
     benchmark::ClobberMemory();
@@ -83,13 +84,20 @@ void reduce_sum(benchmark::State& state, DataType type, KernelFamily family) {
 
 int main(int argc, char** argv) {
   const bool avx2 = gloo_lite::detail::cpu_has_avx2_kernels();
-  for (const DataType type :
-       {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32}) {
+  // Sums of the four types the collectives mostly reduce, and one bitwise op (all three are one
+  // instruction per vector, the same loop).
+  const std::pair<DataType, ReduceOp> cases[] = {
+      {DataType::kFloat32, ReduceOp::kSum},  {DataType::kFloat16, ReduceOp::kSum},
+      {DataType::kBFloat16, ReduceOp::kSum}, {DataType::kInt32, ReduceOp::kSum},
+      {DataType::kInt32, ReduceOp::kBxor},
+  };
+  for (const auto& [type, op] : cases) {
     for (const KernelFamily family : {KernelFamily::kAvx2, KernelFamily::kPortable}) {
       if (family == KernelFamily::kAvx2 && !avx2) continue;
-      const std::string name = std::string("reduce_sum/") + gloo_lite::type_name(type) + "/" +
+      const std::string name = std::string("reduce_") + gloo_lite::op_name(op) + "/" +
+                               gloo_lite::type_name(type) + "/" +
                                (family == KernelFamily::kAvx2 ? "avx2" : "portable");
-      benchmark::RegisterBenchmark(name.c_str(), reduce_sum, type, family)
+      benchmark::RegisterBenchmark(name.c_str(), reduce, type, op, family)
           ->Arg(4 << 10)
           ->Arg(1 << 20)
           ->Arg(64 << 20)

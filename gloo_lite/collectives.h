@@ -68,6 +68,10 @@ struct CollectiveOptions {
   bool check = false;
 };
 
+// The reducing collectives (allreduce, reduce, reduce_scatter(v)) take any ReduceOp: kSum,
+// kProd, kMin, kMax, kAvg (the sum divided by P), kCustom (options.custom), and the bitwise
+// kBand, kBor, kBxor, which need an integer type (a float type is InvalidArgument, raised
+// before anything moves). reduction.h has the exact rules of each.
 void allreduce(Context& context, const void* input, void* output, size_t count, DataType type,
                ReduceOp op, const CollectiveOptions& options = {});
 // Result lands in `output` on `root` only (output may be null elsewhere).

@@ -152,6 +152,46 @@ static void test_reductions(void) {
   }
 }
 
+/* The bitwise ops on integer types: BXOR against the same xor the custom reduction above
+ * computes, BAND and BOR on values where every rank clears (sets) bits of its own, so that a
+ * rank left out shows. */
+static void test_bitwise(void) {
+  uint32_t uin[N], uout[N], uexpected[N];
+  int64_t lin[N], lout[N], lexpected[N];
+  uint8_t bin[N], bout[N], bexpected[N];
+  int i, r;
+  for (i = 0; i < N; ++i) {
+    uin[i] = (uint32_t)v(rank, i) * 2654435761u;
+    uexpected[i] = 0;
+    for (r = 0; r < size; ++r) uexpected[i] ^= (uint32_t)v(r, i) * 2654435761u;
+  }
+  COLLECTIVE(allreduce, ctx, uin, uout, N, GLOO_LITE_UINT32, GLOO_LITE_BXOR, NULL);
+  for (i = 0; i < N; ++i) CHECK(uout[i] == uexpected[i]);
+
+  /* band to root 0: rank r clears bit r + i of an all-ones int64 (negative: sign bit kept). */
+  for (i = 0; i < N; ++i) {
+    lin[i] = ~((int64_t)1 << (rank + i));
+    lexpected[i] = -1;
+    for (r = 0; r < size; ++r) lexpected[i] &= ~((int64_t)1 << (r + i));
+  }
+  memset(lout, 0, sizeof(lout));
+  COLLECTIVE(reduce, ctx, lin, rank == 0 ? lout : NULL, N, GLOO_LITE_INT64, GLOO_LITE_BAND, 0,
+             NULL);
+  if (rank == 0) {
+    for (i = 0; i < N; ++i) CHECK(lout[i] == lexpected[i]);
+  }
+
+  /* bor, in place: rank r sets bit (r + i) % 8 of a uint8. */
+  for (i = 0; i < N; ++i) {
+    bin[i] = (uint8_t)(1u << ((rank + i) % 8));
+    bexpected[i] = 0;
+    for (r = 0; r < size; ++r) bexpected[i] |= (uint8_t)(1u << ((r + i) % 8));
+  }
+  memcpy(bout, bin, sizeof(bin));
+  COLLECTIVE(allreduce, ctx, bout, bout, N, GLOO_LITE_UINT8, GLOO_LITE_BOR, NULL);
+  for (i = 0; i < N; ++i) CHECK(bout[i] == bexpected[i]);
+}
+
 /* IEEE binary16 bits of a small positive integer (exact up to 2048). */
 static uint16_t half_of(int n) {
   int e = 0;
@@ -340,6 +380,7 @@ int run_collectives(void) {
   }
   for (nonblocking = 0; nonblocking <= 1; ++nonblocking) {
     test_reductions();
+    test_bitwise();
     test_float16();
     test_data_movement();
     test_point_to_point();

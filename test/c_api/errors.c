@@ -81,6 +81,15 @@ static void test_bad_arguments(gloo_lite_context_t* ctx, int size) {
   EXPECT_INVALID(
       gloo_lite_allreduce(ctx, buffer, buffer, 4, GLOO_LITE_INT32, GLOO_LITE_CUSTOM, &options),
       "gloo_lite_allreduce", "custom");
+  /* The bitwise ops take integer types only. */
+  EXPECT_INVALID(
+      gloo_lite_allreduce(ctx, buffer, buffer, 4, GLOO_LITE_FLOAT32, GLOO_LITE_BXOR, NULL),
+      "gloo_lite_allreduce", "bxor on float32");
+  EXPECT_INVALID(gloo_lite_ireduce_scatter(ctx, buffer, buffer + 32, 2, GLOO_LITE_FLOAT64,
+                                           GLOO_LITE_BAND, NULL, &work),
+                 "gloo_lite_ireduce_scatter", "integer type");
+  CHECK(work == NULL);
+  work = (gloo_lite_work_t*)&work;
   options.timeout_ms = -1;
   EXPECT_INVALID(
       gloo_lite_allreduce(ctx, buffer, buffer, 4, GLOO_LITE_INT32, GLOO_LITE_SUM, &options),

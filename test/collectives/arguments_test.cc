@@ -1,10 +1,10 @@
 // Invalid arguments throw InvalidArgument before any data moves: roots out of range, count
 // vectors of the wrong length, null buffers with elements to hold, kCustom without a function,
-// unknown algorithm names, alltoall in place, counts whose bytes (or sums) overflow, buffers
-// that partly overlap. Ranks are processes (a null buffer that slips
-// through must crash one child, not the test binary). When every rank makes the same invalid
-// call, the context must still work afterwards; a call invalid on the root alone is made by the
-// root alone.
+// bitwise ops on float types, op values past the last ReduceOp, unknown algorithm names,
+// alltoall in place, counts whose bytes (or sums) overflow, buffers that partly overlap. Ranks
+// are processes (a null buffer that slips through must crash one child, not the test binary).
+// When every rank makes the same invalid call, the context must still work afterwards; a call
+// invalid on the root alone is made by the root alone.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -191,6 +191,32 @@ const InvalidCall kInvalidCalls[] = {
      [](Context& c, Buffers& b) {
        reduce_scatterv(c, b.in(), b.out(), kBlocks, kType, ReduceOp::kCustom);
      }},
+    // Bitwise ops on float types (the buffers are large enough for any of these types).
+    {"allreduce_band_float32", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), kCount, DataType::kFloat32, ReduceOp::kBand);
+     }},
+    {"reduce_bor_float16", false,
+     [](Context& c, Buffers& b) {
+       reduce(c, b.in(), b.out(), kCount, DataType::kFloat16, ReduceOp::kBor, kRoot);
+     }},
+    {"reduce_scatter_bxor_bfloat16", false,
+     [](Context& c, Buffers& b) {
+       reduce_scatter(c, b.in(), b.out(), kCount / 2, DataType::kBFloat16, ReduceOp::kBxor);
+     }},
+    {"reduce_scatterv_band_float64", false,
+     [](Context& c, Buffers& b) {
+       reduce_scatterv(c, b.in(), b.out(), {2, 2, 2}, DataType::kFloat64, ReduceOp::kBand);
+     }},
+    {"iallreduce_bxor_float64", false,
+     [](Context& c, Buffers& b) {
+       iallreduce(c, b.in(), b.out(), kCount / 2, DataType::kFloat64, ReduceOp::kBxor).wait();
+     }},
+    // An op value past the last ReduceOp.
+    {"allreduce_op_out_of_range", false,
+     [](Context& c, Buffers& b) {
+       allreduce(c, b.in(), b.out(), kCount, kType, static_cast<ReduceOp>(9));
+     }},
     // Algorithm names nobody registered.
     {"allreduce_unknown_algorithm", false,
      [](Context& c, Buffers& b) {
@@ -241,6 +267,42 @@ INSTANTIATE_TEST_SUITE_P(Processes, CollectiveArguments, ::testing::ValuesIn(kIn
                          [](const ::testing::TestParamInfo<InvalidCall>& info) {
                            return std::string(info.param.name);
                          });
+
+// The refusal of a bitwise op on a float type says what was wrong and what to do: the
+// collective, the rank, the op, the type, and that an integer type is needed. Checked on one
+// rank: the check runs before any message.
+TEST(BitwiseArguments, OnFloatNamesCollectiveOpAndType) {
+  ContextOptions options;
+  options.timeout = 10s;
+  auto results = run_context_processes(
+      1,
+      [&](Context& context) {
+        double data[4] = {1, 2, 3, 4};
+        const DataType types[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                  DataType::kFloat64};
+        for (DataType type : types) {
+          for (ReduceOp op : {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+            try {
+              reduce(context, data, data, 2, type, op, 0);
+              ADD_FAILURE() << "reduce accepted " << op_name(op) << " on " << type_name(type);
+            } catch (const InvalidArgument& error) {
+              const std::string what = error.what();
+              for (const std::string& part :
+                   {std::string("reduce on rank 0"), std::string("op ") + op_name(op),
+                    std::string(type_name(type)), std::string("need an integer type")}) {
+                EXPECT_NE(what.find(part), std::string::npos) << "no '" << part << "' in " << what;
+              }
+            }
+          }
+        }
+        // An integer type takes them (P = 1: the result is the input).
+        int64_t value = 6;
+        allreduce(context, &value, &value, 1, DataType::kInt64, ReduceOp::kBxor);
+        EXPECT_EQ(value, 6);
+      },
+      60s, options);
+  expect_all_ok(results);
+}
 
 // Null buffers are fine when there is nothing to hold: every rank makes the call, which must
 // complete without an exception.

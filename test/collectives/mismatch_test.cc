@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -84,6 +85,10 @@ const Scenario kScenarios[] = {
     {"allreduce_op", 3, Without::kCheckOnly,
      [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
        allreduce(c, make(k, n), make(k, n), n, kType, odd ? ReduceOp::kMax : ReduceOp::kSum, o);
+     }},
+    {"allreduce_bitwise_op", 0, Without::kCheckOnly,
+     [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
+       allreduce(c, make(k, n), make(k, n), n, kType, odd ? ReduceOp::kBor : ReduceOp::kBand, o);
      }},
     {"reduce_root", 2, Without::kMayPass,
      [](Context& c, size_t n, bool odd, const CollectiveOptions& o, Keep& k) {
@@ -306,6 +311,15 @@ const DefaultScenario kDefaultScenarios[] = {
        return a;
      },
      "int32, sum", "int32, max"},
+    // bxor is 8: an op field too narrow for it would read sum (0) and see no disagreement.
+    {"op_bxor", 2,
+     [](size_t n, bool odd) {
+       Arguments a;
+       a.count = n;
+       a.op = odd ? ReduceOp::kBxor : ReduceOp::kSum;
+       return a;
+     },
+     "int32, sum", "int32, bxor"},
     {"root", 2,
      [](size_t n, bool odd) {
        Arguments a;
@@ -360,14 +374,23 @@ void fill_input(uint8_t* out, int rank, size_t count) {
   }
 }
 
+// Element i of an allreduce with `op` (sum, max or bxor) over `ranks` ranks.
+int32_t reduced_value(ReduceOp op, int ranks, size_t i) {
+  int32_t result = input_value(0, i);
+  for (int r = 1; r < ranks; ++r) {
+    int32_t x = input_value(r, i);
+    result = op == ReduceOp::kMax    ? std::max(result, x)
+             : op == ReduceOp::kBxor ? result ^ x
+                                     : result + x;
+  }
+  return result;
+}
+
 template <typename T>
 bool result_is_right(const uint8_t* data, const Arguments& a, int ranks) {
   for (size_t i = 0; i < a.count; ++i) {
     int32_t expected = input_value(a.root, i);
-    if (std::strcmp(a.collective, "allreduce") == 0) {
-      expected = a.op == ReduceOp::kMax ? input_value(ranks - 1, i) : 0;
-      for (int r = 0; a.op == ReduceOp::kSum && r < ranks; ++r) expected += input_value(r, i);
-    }
+    if (std::strcmp(a.collective, "allreduce") == 0) expected = reduced_value(a.op, ranks, i);
     T value;
     std::memcpy(&value, data + i * sizeof(T), sizeof(T));
     if (value != static_cast<T>(expected)) return false;

@@ -40,6 +40,11 @@ cases = [
     (ValueError, ["timeout"], lambda: ctx.allreduce(good, timeout=-1.0)),
     (ValueError, ["root"], lambda: ctx.broadcast(good, root=P + 3)),
     (gloo_lite.InvalidArgument, ["nonsense"], lambda: ctx.allreduce(good, algorithm="nonsense")),
+    # The bitwise ops take integer dtypes only.
+    (gloo_lite.InvalidArgument, ["allreduce", "bxor", "float32", "integer type"],
+     lambda: ctx.allreduce(good, op="bxor")),
+    (gloo_lite.InvalidArgument, ["reduce_scatter", "band", "float64", "integer type"],
+     lambda: ctx.reduce_scatter(np.ones(2 * P), op=gloo_lite.ReduceOp.BAND)),
 ]
 
 

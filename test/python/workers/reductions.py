@@ -1,10 +1,13 @@
-"""allreduce, reduce, reduce_scatter(v) in every dtype and op, in place and with out=, checked
-against numpy's reduction of every rank's data (each rank can rebuild all of it)."""
+"""allreduce, reduce, reduce_scatter(v) in every dtype and op (the bitwise ones on the integer
+dtypes), in place and with out=, checked against numpy's reduction of every rank's data (each
+rank can rebuild all of it)."""
+
+import sys
 
 import numpy as np
 
 import gloo_lite
-from common import DTYPES, FLOAT_DTYPES, context, done, rank_data, readonly, same
+from common import DTYPES, FLOAT_DTYPES, INT_DTYPES, context, done, rank_data, readonly, same
 
 ctx = context()
 R, P = ctx.rank, ctx.size
@@ -60,6 +63,48 @@ for dtype in DTYPES:
         start = sum(counts[:R])
         same(out, reference(op, flat, dtype)[start:start + counts[R]], "reduce_scatterv " + what)
         checks += 5
+
+# The bitwise ops, on the integer dtypes only: full-range values (bxor), and values whose bits
+# are mostly set (band) or mostly clear (bor) so that a rank left out changes the result.
+# Compared exactly, not through float64 (uint64 would round).
+BITWISE = {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+
+
+def bitwise_data(rank, shape, dtype, op, seed):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(2000 * seed + rank)
+    draw = lambda: rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    if op == "bxor":
+        return draw()
+    sparse = draw() & draw()  # a quarter of the bits set: P = 4
+    return ~sparse if op == "band" else sparse
+
+
+def same_bits(got, want, what):
+    if got.dtype != want.dtype or not np.array_equal(got, want):
+        sys.stderr.write(f"MISMATCH {what}:\n got  {got!r}\n want {want!r}\n")
+        raise AssertionError(what)
+
+
+for dtype in INT_DTYPES:
+    for op, reduce_op in BITWISE.items():
+        seed += 1
+        what = f"{op} {np.dtype(dtype)}"
+        data = np.stack([bitwise_data(r, (2, 9), dtype, op, seed) for r in range(P)])
+        want = reduce_op.reduce(data, axis=0)
+        a = data[R].copy()
+        assert ctx.allreduce(a, op=op) is a
+        same_bits(a, want, "allreduce " + what)
+        root = seed % P
+        out = np.zeros_like(data[R])
+        ctx.reduce(data[R].copy(), root=root, op=getattr(gloo_lite.ReduceOp, op.upper()),
+                   out=out if R == root else None)
+        if R == root:
+            same_bits(out, want, "reduce " + what)
+        blocks = np.stack([bitwise_data(r, (P, 3), dtype, op, seed) for r in range(P)])
+        got = ctx.reduce_scatter(readonly(blocks[R]), op=op)
+        same_bits(got, reduce_op.reduce(blocks, axis=0)[R], "reduce_scatter " + what)
+        checks += 3
 
 # The enum, a custom op (a Python callable), several tags, an explicit algorithm.
 a = np.full(7, R + 1, np.float32)
