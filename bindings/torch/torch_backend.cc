@@ -59,8 +59,9 @@ size_t moved_scale(const at::Tensor& tensor) {
 
 void check_list_size(const char* collective, size_t got, int size, const char* what) {
   if (got != static_cast<size_t>(size)) {
-    throw InvalidArgument(std::string(collective) + ": " + what + " must hold one tensor per rank (" +
-                          std::to_string(size) + "), got " + std::to_string(got));
+    throw InvalidArgument(std::string(collective) + ": " + what +
+                          " must hold one tensor per rank (" + std::to_string(size) + "), got " +
+                          std::to_string(got));
   }
 }
 
@@ -98,8 +99,9 @@ void TorchBackend::shutdown() { context_.reset(); }
 
 Context& TorchBackend::context() {
   if (!context_) {
-    throw InvalidArgument("this gloo_lite process group was shut down (destroy_process_group); "
-                          "create a new one to go on");
+    throw InvalidArgument(
+        "this gloo_lite process group was shut down (destroy_process_group); "
+        "create a new one to go on");
   }
   return *context_;
 }
@@ -182,9 +184,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce(Tensors& tensors,
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
       void* data = staged.flat.data_ptr();
-      return std::vector<gloo_lite::Work>{
-          iallreduce(context(), data, data, staged.flat.numel() * reduction.per_element,
-                     reduction.type, reduction.op, copts)};
+      return std::vector<gloo_lite::Work>{iallreduce(context(), data, data,
+                                                     staged.flat.numel() * reduction.per_element,
+                                                     reduction.type, reduction.op, copts)};
     });
   });
 }
@@ -197,7 +199,10 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce_coalesced(
     Reduction reduction = reduction_of("allreduce_coalesced", tensors[0], opts.reduceOp);
     at::Tensor flat = flatten(tensors);
     premultiply(reduction, flat);
-    Call call{OpType::ALLREDUCE_COALESCED, "gloo_lite:all_reduce_coalesced", tensors, {flat},
+    Call call{OpType::ALLREDUCE_COALESCED,
+              "gloo_lite:all_reduce_coalesced",
+              tensors,
+              {flat},
               [flat, tensors] { unflatten(flat, tensors); }};
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
@@ -226,9 +231,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce(Tensors& tensors,
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
       void* output = rank_ == root ? staged.flat.data_ptr() : nullptr;
-      return std::vector<gloo_lite::Work>{
-          ireduce(context(), input.data_ptr(), output, input.numel() * reduction.per_element,
-                  reduction.type, reduction.op, root, copts)};
+      return std::vector<gloo_lite::Work>{ireduce(context(), input.data_ptr(), output,
+                                                  input.numel() * reduction.per_element,
+                                                  reduction.type, reduction.op, root, copts)};
     });
   });
 }
@@ -246,14 +251,14 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather(TensorLists& outputs, T
     check_same_shape("allgather", input, list, "output tensor");
     Staged in(input);
     at::Tensor flat = flat_like(in.flat, in.flat.numel() * size_);
-    Call call{OpType::ALLGATHER, "gloo_lite:all_gather", list, {in.flat, flat},
-              [flat, list] { unflatten(flat, list); }};
+    Call call{OpType::ALLGATHER, "gloo_lite:all_gather", list, {in.flat, flat}, [flat, list] {
+                unflatten(flat, list);
+              }};
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
       Elements elements = moved_elements(in.flat);
-      return std::vector<gloo_lite::Work>{iallgather(context(), in.flat.data_ptr(),
-                                                     flat.data_ptr(), elements.count,
-                                                     elements.type, copts)};
+      return std::vector<gloo_lite::Work>{iallgather(context(), in.flat.data_ptr(), flat.data_ptr(),
+                                                     elements.count, elements.type, copts)};
     });
   });
 }
@@ -265,12 +270,11 @@ void TorchBackend::add_allgather(Call& call, std::vector<std::function<gloo_lite
   check_cpu_dense(collective, output);
   if (output.scalar_type() != input.scalar_type() ||
       output.numel() != input.numel() * static_cast<int64_t>(size_)) {
-    throw InvalidArgument(std::string(collective) + ": the output must be " +
-                          dtype_name(input.scalar_type()) + " with " +
-                          std::to_string(input.numel()) + " x " + std::to_string(size_) +
-                          " elements (the input's times the group size), got " +
-                          dtype_name(output.scalar_type()) + " with " +
-                          std::to_string(output.numel()));
+    throw InvalidArgument(
+        std::string(collective) + ": the output must be " + dtype_name(input.scalar_type()) +
+        " with " + std::to_string(input.numel()) + " x " + std::to_string(size_) +
+        " elements (the input's times the group size), got " + dtype_name(output.scalar_type()) +
+        " with " + std::to_string(output.numel()));
   }
   Staged in(input), out(output);
   call.outputs.push_back(output);
@@ -301,8 +305,11 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_into_tensor_coalesced(
       throw InvalidArgument("allgather_into_tensor_coalesced: " + std::to_string(inputs.size()) +
                             " inputs but " + std::to_string(outputs.size()) + " outputs");
     }
-    Call call{OpType::ALLGATHER_INTO_TENSOR_COALESCED, "gloo_lite:allgather_into_tensor_coalesced",
-              {}, {}, nullptr};
+    Call call{OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+              "gloo_lite:allgather_into_tensor_coalesced",
+              {},
+              {},
+              nullptr};
     std::vector<std::function<gloo_lite::Work()>> starts;
     auto copts = options(opts.timeout);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -331,14 +338,18 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_coalesced(
     at::Tensor flat_in = flatten(inputs);
     const int64_t per_rank = flat_in.numel();
     at::Tensor flat_out = flat_like(flat_in, per_rank * size_);
-    Call call{OpType::ALLGATHER_COALESCED, "gloo_lite:all_gather_coalesced", {}, {flat_in, flat_out},
+    Call call{OpType::ALLGATHER_COALESCED,
+              "gloo_lite:all_gather_coalesced",
+              {},
+              {flat_in, flat_out},
               [flat_out, outputs, per_rank] {
                 for (size_t r = 0; r < outputs.size(); ++r) {
                   unflatten(flat_out.narrow(0, static_cast<int64_t>(r) * per_rank, per_rank),
                             outputs[r]);
                 }
               }};
-    for (const auto& list : outputs) call.outputs.insert(call.outputs.end(), list.begin(), list.end());
+    for (const auto& list : outputs)
+      call.outputs.insert(call.outputs.end(), list.begin(), list.end());
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
       Elements elements = moved_elements(flat_in);
@@ -411,10 +422,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::scatter(Tensors& outputs, TensorL
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
       Elements elements = moved_elements(out.flat);
-      return std::vector<gloo_lite::Work>{iscatter(context(),
-                                                   flat.defined() ? flat.data_ptr() : nullptr,
-                                                   out.flat.data_ptr(), elements.count,
-                                                   elements.type, root, copts)};
+      return std::vector<gloo_lite::Work>{
+          iscatter(context(), flat.defined() ? flat.data_ptr() : nullptr, out.flat.data_ptr(),
+                   elements.count, elements.type, root, copts)};
     });
   });
 }
@@ -439,8 +449,8 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter(
     at::Tensor flat = flatten(list);
     premultiply(reduction, flat);
     Staged out(output);
-    Call call{OpType::REDUCE_SCATTER, "gloo_lite:reduce_scatter", {output}, {flat, out.flat},
-              nullptr};
+    Call call{
+        OpType::REDUCE_SCATTER, "gloo_lite:reduce_scatter", {output}, {flat, out.flat}, nullptr};
     finish_staged(call.finish_step, out);
     std::vector<size_t> counts;
     for (const at::Tensor& block : list) counts.push_back(block.numel() * reduction.per_element);
@@ -462,12 +472,11 @@ void TorchBackend::add_reduce_scatter(Call& call,
   check_cpu_dense(collective, output);
   if (output.scalar_type() != input.scalar_type() ||
       input.numel() != output.numel() * static_cast<int64_t>(size_)) {
-    throw InvalidArgument(std::string(collective) + ": the input must be " +
-                          dtype_name(output.scalar_type()) + " with " +
-                          std::to_string(output.numel()) + " x " + std::to_string(size_) +
-                          " elements (the output's times the group size), got " +
-                          dtype_name(input.scalar_type()) + " with " +
-                          std::to_string(input.numel()));
+    throw InvalidArgument(
+        std::string(collective) + ": the input must be " + dtype_name(output.scalar_type()) +
+        " with " + std::to_string(output.numel()) + " x " + std::to_string(size_) +
+        " elements (the output's times the group size), got " + dtype_name(input.scalar_type()) +
+        " with " + std::to_string(input.numel()));
   }
   Reduction reduction = reduction_of(collective, output, op);
   Staged in(input), out(output);
@@ -506,7 +515,10 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter_tensor_coalesced(
                             " inputs but " + std::to_string(outputs.size()) + " outputs");
     }
     Call call{OpType::REDUCE_SCATTER_TENSOR_COALESCED,
-              "gloo_lite:reduce_scatter_tensor_coalesced", {}, {}, nullptr};
+              "gloo_lite:reduce_scatter_tensor_coalesced",
+              {},
+              {},
+              nullptr};
     std::vector<std::function<gloo_lite::Work()>> starts;
     auto copts = options(opts.timeout);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -550,8 +562,8 @@ std::vector<size_t> split_counts(const char* what, const at::Tensor& tensor,
   }
   if (total != rows) {
     throw InvalidArgument(std::string("all_to_all_single: the ") + what +
-                          " split sizes add up to " + std::to_string(total) + " rows, the " +
-                          what + " has " + std::to_string(rows));
+                          " split sizes add up to " + std::to_string(total) + " rows, the " + what +
+                          " has " + std::to_string(rows));
   }
   return counts;
 }
@@ -565,12 +577,14 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall_base(
     check_cpu_dense("all_to_all_single", input);
     check_same_type("all_to_all_single", input, {output});
     const size_t scale = moved_scale(input);
-    std::vector<size_t> send_counts =
-        split_counts("input", input, input_split_sizes, size_, scale);
+    std::vector<size_t> send_counts = split_counts("input", input, input_split_sizes, size_, scale);
     std::vector<size_t> recv_counts =
         split_counts("output", output, output_split_sizes, size_, scale);
     Staged in(input), out(output);
-    Call call{OpType::ALLTOALL_BASE, "gloo_lite:all_to_all_single", {output}, {in.flat, out.flat},
+    Call call{OpType::ALLTOALL_BASE,
+              "gloo_lite:all_to_all_single",
+              {output},
+              {in.flat, out.flat},
               nullptr};
     finish_staged(call.finish_step, out);
     auto copts = options(opts.timeout);
@@ -597,12 +611,14 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall(Tensors& outputs, Tensor
       recv_counts.push_back(outputs[r].numel() * scale);
     }
     at::Tensor flat_in = flatten(inputs);
-    const int64_t received = std::accumulate(outputs.begin(), outputs.end(), int64_t{0},
-                                             [](int64_t n, const at::Tensor& t) {
-                                               return n + t.numel();
-                                             });
+    const int64_t received =
+        std::accumulate(outputs.begin(), outputs.end(), int64_t{0},
+                        [](int64_t n, const at::Tensor& t) { return n + t.numel(); });
     at::Tensor flat_out = flat_like(inputs[0], received);
-    Call call{OpType::ALLTOALL, "gloo_lite:all_to_all", outputs, {flat_in, flat_out},
+    Call call{OpType::ALLTOALL,
+              "gloo_lite:all_to_all",
+              outputs,
+              {flat_in, flat_out},
               [flat_out, outputs] { unflatten(flat_out, outputs); }};
     auto copts = options(opts.timeout);
     return launch(std::move(call), [&] {
@@ -642,9 +658,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::send(Tensors& tensors, int dst_ra
     Call call{OpType::SEND, "gloo_lite:send", {tensor}, {in.flat}, nullptr, true};
     const uint64_t wire_tag = p2p_tag("send", tag);
     return launch(std::move(call), [&] {
-      return std::vector<gloo_lite::Work>{context().isend(
-          dst_rank, in.flat.data_ptr(), in.flat.numel() * in.flat.element_size(), wire_tag,
-          timeout_.load())};
+      return std::vector<gloo_lite::Work>{context().isend(dst_rank, in.flat.data_ptr(),
+                                                          in.flat.numel() * in.flat.element_size(),
+                                                          wire_tag, timeout_.load())};
     });
   });
 }
@@ -657,9 +673,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::recv(Tensors& tensors, int src_ra
     finish_staged(call.finish_step, out);
     const uint64_t wire_tag = p2p_tag("recv", tag);
     return launch(std::move(call), [&] {
-      return std::vector<gloo_lite::Work>{context().irecv(
-          src_rank, out.flat.data_ptr(), out.flat.numel() * out.flat.element_size(), wire_tag,
-          timeout_.load())};
+      return std::vector<gloo_lite::Work>{
+          context().irecv(src_rank, out.flat.data_ptr(), out.flat.numel() * out.flat.element_size(),
+                          wire_tag, timeout_.load())};
     });
   });
 }
@@ -668,8 +684,8 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::recvAnysource(Tensors& tensors, i
   return torch_errors([&] {
     const at::Tensor& tensor = single_tensor("recv (any source)", tensors);
     Staged out(tensor);
-    Call call{OpType::RECVANYSOURCE, "gloo_lite:recv_anysource", {tensor}, {out.flat}, nullptr,
-              true};
+    Call call{
+        OpType::RECVANYSOURCE, "gloo_lite:recv_anysource", {tensor}, {out.flat}, nullptr, true};
     finish_staged(call.finish_step, out);
     const uint64_t wire_tag = p2p_tag("recv (any source)", tag);
     std::vector<int> peers;

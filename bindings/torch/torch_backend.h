@@ -67,8 +67,8 @@ class TorchBackend : public ::c10d::Backend {
                                    const ::c10d::ScatterOptions& opts) override;
   c10::intrusive_ptr<Work> reduce_scatter(Tensors& outputs, TensorLists& inputs,
                                           const ::c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<Work> _reduce_scatter_base(
-      at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<Work> reduce_scatter_tensor_coalesced(
       Tensors& outputs, Tensors& inputs, const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<Work> alltoall_base(at::Tensor& output, at::Tensor& input,

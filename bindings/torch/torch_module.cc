@@ -21,9 +21,8 @@ PYBIND11_MODULE(_torch, m) {
   py::class_<TorchBackend, ::c10d::Backend, c10::intrusive_ptr<TorchBackend>>(m, "Backend")
       .def("describe", &TorchBackend::describe,
            "This backend's gloo_lite context: its id, rank and size.")
-      .def_property_readonly("context_id", [](const TorchBackend& backend) {
-        return backend.describe();
-      });
+      .def_property_readonly("context_id",
+                             [](const TorchBackend& backend) { return backend.describe(); });
 
   m.def("set_log_rank", &gloo_lite::log_set_rank, py::arg("rank"),
         "The rank gloo_lite's log lines of this process show (\"rank 3\").");
@@ -34,7 +33,7 @@ PYBIND11_MODULE(_torch, m) {
          int size, std::chrono::milliseconds timeout, bool check) {
         return c10::make_intrusive<TorchBackend>(store, store_name, rank, size, timeout, check);
       },
-      py::arg("store"), py::arg("store_name"), py::arg("rank"), py::arg("size"),
-      py::arg("timeout"), py::arg("check"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("store"), py::arg("store_name"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("check"), py::call_guard<py::gil_scoped_release>(),
       "Connects this rank to its group through torch's store; see gloo_lite.torch.");
 }

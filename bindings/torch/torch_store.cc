@@ -43,8 +43,8 @@ void TorchStore::wait(const std::vector<std::string>& keys, const Deadline& dead
   const auto budget = deadline.is_never() ? store_->getTimeout() : deadline.remaining();
   if (budget <= std::chrono::milliseconds(0)) {
     if (store_->check(keys)) return;
-    throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " +
-                       description_ + " before the deadline");
+    throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " + description_ +
+                       " before the deadline");
   }
   try {
     store_->wait(keys, std::max(budget, std::chrono::milliseconds(1)));
@@ -53,8 +53,8 @@ void TorchStore::wait(const std::vector<std::string>& keys, const Deadline& dead
     // clock tells them apart.
     if (!deadline.is_never() && deadline.expired()) {
       throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " +
-                         description_ + " within the deadline (" +
-                         std::to_string(budget.count()) + " ms): a rank has not reached this " +
+                         description_ + " within the deadline (" + std::to_string(budget.count()) +
+                         " ms): a rank has not reached this " +
                          "point (torch said: " + message_of(e) + ")");
     }
     throw StoreError("waiting for key(s) " + join(keys) + " on torch's store " + description_ +

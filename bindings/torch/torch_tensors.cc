@@ -73,8 +73,8 @@ const char* torch_op_name(::c10d::ReduceOp::RedOpType op) {
 [[noreturn]] void cannot_reduce(const char* collective, const at::Tensor& tensor,
                                 ::c10d::ReduceOp::RedOpType op, const std::string& why) {
   throw InvalidArgument(std::string(collective) + ": gloo_lite cannot reduce a " +
-                        dtype_name(tensor.scalar_type()) + " tensor with " +
-                        torch_op_name(op) + ": " + why);
+                        dtype_name(tensor.scalar_type()) + " tensor with " + torch_op_name(op) +
+                        ": " + why);
 }
 
 }  // namespace
@@ -234,7 +234,8 @@ void check_cpu_dense(const char* collective, const at::Tensor& tensor) {
 
 const at::Tensor& single_tensor(const char* collective, const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != 1) {
-    throw InvalidArgument(std::string(collective) + ": gloo_lite takes one tensor per process, got " +
+    throw InvalidArgument(std::string(collective) +
+                          ": gloo_lite takes one tensor per process, got " +
                           std::to_string(tensors.size()));
   }
   check_cpu_dense(collective, tensors[0]);
@@ -247,9 +248,8 @@ void check_same_shape(const char* collective, const at::Tensor& like,
     check_cpu_dense(collective, tensors[i]);
     if (tensors[i].scalar_type() != like.scalar_type() || tensors[i].numel() != like.numel()) {
       throw InvalidArgument(std::string(collective) + ": " + what + " " + std::to_string(i) +
-                            " is " + dtype_name(tensors[i].scalar_type()) +
-                            " with " + std::to_string(tensors[i].numel()) +
-                            " elements, but the input is " +
+                            " is " + dtype_name(tensors[i].scalar_type()) + " with " +
+                            std::to_string(tensors[i].numel()) + " elements, but the input is " +
                             dtype_name(like.scalar_type()) + " with " +
                             std::to_string(like.numel()));
     }

@@ -91,9 +91,7 @@ bool TorchWork::wait(std::chrono::milliseconds timeout) {
   return ::c10d::Work::wait(timeout);
 }
 
-int TorchWork::sourceRank() const {
-  return calls_.empty() ? -1 : calls_.front().source();
-}
+int TorchWork::sourceRank() const { return calls_.empty() ? -1 : calls_.front().source(); }
 
 std::vector<at::Tensor> TorchWork::result() { return outputs_; }
 

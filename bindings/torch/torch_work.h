@@ -27,8 +27,7 @@ class TorchWork : public ::c10d::Work {
   // buffers, inputs) the gloo_lite calls use until they finish; `finish_step`: runs on success
   // before anything is reported done.
   TorchWork(int rank, ::c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-            std::vector<at::Tensor> keep, std::function<void()> finish_step,
-            bool point_to_point);
+            std::vector<at::Tensor> keep, std::function<void()> finish_step, bool point_to_point);
   ~TorchWork() override;
 
   // Hands over the started gloo_lite calls; the work is done when all of them are.
