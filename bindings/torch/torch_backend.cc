@@ -1,5 +1,6 @@
 #include "bindings/torch/torch_backend.h"
 
+#include <cstring>
 #include <numeric>
 #include <utility>
 
@@ -129,8 +130,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::launch(
   return work;
 }
 
-c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_all(
-    Call call, std::vector<std::function<gloo_lite::Work()>> starts) {
+c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_all(Call call, Starts starts) {
   return launch(std::move(call), [&] {
     std::vector<gloo_lite::Work> calls;
     calls.reserve(starts.size());
@@ -263,9 +263,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather(TensorLists& outputs, T
   });
 }
 
-void TorchBackend::add_allgather(Call& call, std::vector<std::function<gloo_lite::Work()>>& starts,
-                                 const at::Tensor& output, const at::Tensor& input,
-                                 const CollectiveOptions& options, const char* collective) {
+void TorchBackend::add_allgather(Call& call, Starts& starts, const at::Tensor& output,
+                                 const at::Tensor& input, const CollectiveOptions& options,
+                                 const char* collective) {
   check_cpu_dense(collective, input);
   check_cpu_dense(collective, output);
   if (output.scalar_type() != input.scalar_type() ||
@@ -288,34 +288,43 @@ void TorchBackend::add_allgather(Call& call, std::vector<std::function<gloo_lite
   });
 }
 
+c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_pairs(::c10d::OpType type, const char* title,
+                                                            const Tensors& outputs,
+                                                            const Tensors& inputs,
+                                                            const AddPair& add) {
+  if (outputs.size() != inputs.size()) {
+    throw InvalidArgument(std::string(title + std::strlen("gloo_lite:")) + ": " +
+                          std::to_string(inputs.size()) + " inputs but " +
+                          std::to_string(outputs.size()) + " outputs");
+  }
+  Call call{type, title, {}, {}, nullptr};
+  Starts starts;
+  for (size_t i = 0; i < inputs.size(); ++i) add(call, starts, outputs[i], inputs[i]);
+  return launch_all(std::move(call), std::move(starts));
+}
+
 c10::intrusive_ptr<::c10d::Work> TorchBackend::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   return torch_errors([&] {
-    Call call{OpType::_ALLGATHER_BASE, "gloo_lite:_allgather_base", {}, {}, nullptr};
-    std::vector<std::function<gloo_lite::Work()>> starts;
-    add_allgather(call, starts, output, input, options(opts.timeout), "all_gather_into_tensor");
-    return launch_all(std::move(call), std::move(starts));
+    auto copts = options(opts.timeout);
+    return launch_pairs(
+        OpType::_ALLGATHER_BASE, "gloo_lite:all_gather_into_tensor", {output}, {input},
+        [&](Call& call, Starts& starts, const at::Tensor& out, const at::Tensor& in) {
+          add_allgather(call, starts, out, in, copts, "all_gather_into_tensor");
+        });
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_into_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
   return torch_errors([&] {
-    if (outputs.size() != inputs.size()) {
-      throw InvalidArgument("allgather_into_tensor_coalesced: " + std::to_string(inputs.size()) +
-                            " inputs but " + std::to_string(outputs.size()) + " outputs");
-    }
-    Call call{OpType::ALLGATHER_INTO_TENSOR_COALESCED,
-              "gloo_lite:allgather_into_tensor_coalesced",
-              {},
-              {},
-              nullptr};
-    std::vector<std::function<gloo_lite::Work()>> starts;
     auto copts = options(opts.timeout);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      add_allgather(call, starts, outputs[i], inputs[i], copts, "allgather_into_tensor_coalesced");
-    }
-    return launch_all(std::move(call), std::move(starts));
+    return launch_pairs(
+        OpType::ALLGATHER_INTO_TENSOR_COALESCED, "gloo_lite:allgather_into_tensor_coalesced",
+        outputs, inputs,
+        [&](Call& call, Starts& starts, const at::Tensor& out, const at::Tensor& in) {
+          add_allgather(call, starts, out, in, copts, "allgather_into_tensor_coalesced");
+        });
   });
 }
 
@@ -463,11 +472,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter(
   });
 }
 
-void TorchBackend::add_reduce_scatter(Call& call,
-                                      std::vector<std::function<gloo_lite::Work()>>& starts,
-                                      const at::Tensor& output, const at::Tensor& input,
-                                      const ::c10d::ReduceOp& op, const CollectiveOptions& options,
-                                      const char* collective) {
+void TorchBackend::add_reduce_scatter(Call& call, Starts& starts, const at::Tensor& output,
+                                      const at::Tensor& input, const ::c10d::ReduceOp& op,
+                                      const CollectiveOptions& options, const char* collective) {
   check_cpu_dense(collective, input);
   check_cpu_dense(collective, output);
   if (output.scalar_type() != input.scalar_type() ||
@@ -499,33 +506,26 @@ void TorchBackend::add_reduce_scatter(Call& call,
 c10::intrusive_ptr<::c10d::Work> TorchBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   return torch_errors([&] {
-    Call call{OpType::_REDUCE_SCATTER_BASE, "gloo_lite:_reduce_scatter_base", {}, {}, nullptr};
-    std::vector<std::function<gloo_lite::Work()>> starts;
-    add_reduce_scatter(call, starts, output, input, opts.reduceOp, options(opts.timeout),
-                       "reduce_scatter_tensor");
-    return launch_all(std::move(call), std::move(starts));
+    auto copts = options(opts.timeout);
+    return launch_pairs(
+        OpType::_REDUCE_SCATTER_BASE, "gloo_lite:reduce_scatter_tensor", {output}, {input},
+        [&](Call& call, Starts& starts, const at::Tensor& out, const at::Tensor& in) {
+          add_reduce_scatter(call, starts, out, in, opts.reduceOp, copts, "reduce_scatter_tensor");
+        });
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter_tensor_coalesced(
     Tensors& outputs, Tensors& inputs, const ::c10d::ReduceScatterOptions& opts) {
   return torch_errors([&] {
-    if (outputs.size() != inputs.size()) {
-      throw InvalidArgument("reduce_scatter_tensor_coalesced: " + std::to_string(inputs.size()) +
-                            " inputs but " + std::to_string(outputs.size()) + " outputs");
-    }
-    Call call{OpType::REDUCE_SCATTER_TENSOR_COALESCED,
-              "gloo_lite:reduce_scatter_tensor_coalesced",
-              {},
-              {},
-              nullptr};
-    std::vector<std::function<gloo_lite::Work()>> starts;
     auto copts = options(opts.timeout);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      add_reduce_scatter(call, starts, outputs[i], inputs[i], opts.reduceOp, copts,
-                         "reduce_scatter_tensor_coalesced");
-    }
-    return launch_all(std::move(call), std::move(starts));
+    return launch_pairs(
+        OpType::REDUCE_SCATTER_TENSOR_COALESCED, "gloo_lite:reduce_scatter_tensor_coalesced",
+        outputs, inputs,
+        [&](Call& call, Starts& starts, const at::Tensor& out, const at::Tensor& in) {
+          add_reduce_scatter(call, starts, out, in, opts.reduceOp, copts,
+                             "reduce_scatter_tensor_coalesced");
+        });
   });
 }
 

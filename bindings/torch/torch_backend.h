@@ -97,19 +97,25 @@ class TorchBackend : public ::c10d::Backend {
   // returns the work that watches them.
   c10::intrusive_ptr<Work> launch(Call call,
                                   const std::function<std::vector<gloo_lite::Work>()>& start);
+  // The gloo_lite calls of one torch call, started in order by launch_all.
+  using Starts = std::vector<std::function<gloo_lite::Work()>>;
+  c10::intrusive_ptr<Work> launch_all(Call call, Starts starts);
+  // One torch call over pairs of (output, input) tensors: the single-tensor forms pass one
+  // pair, the coalesced forms several; `add` stages a pair and queues its gloo_lite call.
+  using AddPair =
+      std::function<void(Call&, Starts&, const at::Tensor& output, const at::Tensor& input)>;
+  c10::intrusive_ptr<Work> launch_pairs(::c10d::OpType type, const char* title,
+                                        const Tensors& outputs, const Tensors& inputs,
+                                        const AddPair& add);
   CollectiveOptions options(std::chrono::milliseconds timeout) const;
   Context& context();
   // The allgather of `input` into `output` (P times its elements), staged where needed; the
   // building block of _allgather_base and its coalesced form.
-  void add_allgather(Call& call, std::vector<std::function<gloo_lite::Work()>>& starts,
-                     const at::Tensor& output, const at::Tensor& input,
+  void add_allgather(Call& call, Starts& starts, const at::Tensor& output, const at::Tensor& input,
                      const CollectiveOptions& options, const char* collective);
-  void add_reduce_scatter(Call& call, std::vector<std::function<gloo_lite::Work()>>& starts,
-                          const at::Tensor& output, const at::Tensor& input,
-                          const ::c10d::ReduceOp& op, const CollectiveOptions& options,
-                          const char* collective);
-  c10::intrusive_ptr<Work> launch_all(Call call,
-                                      std::vector<std::function<gloo_lite::Work()>> starts);
+  void add_reduce_scatter(Call& call, Starts& starts, const at::Tensor& output,
+                          const at::Tensor& input, const ::c10d::ReduceOp& op,
+                          const CollectiveOptions& options, const char* collective);
 
   std::shared_ptr<Context> context_;
   std::atomic<std::chrono::milliseconds> timeout_;
