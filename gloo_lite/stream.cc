@@ -26,6 +26,17 @@ std::exception_ptr CollectiveWork::run_body(const Turn& turn) {
   return nullptr;
 }
 
+bool CollectiveWork::wait_until(const Deadline& until) {
+  // Only unbounded waits: a sliced wait (Python's, for Ctrl-C) must come back at its slice's
+  // end, and a call run here returns only when the collective does.
+  if (until.is_never()) {
+    if (auto stream = stream_.lock()) {
+      if (stream->run_here_if_next(*this)) return true;
+    }
+  }
+  return WorkState::wait_until(until);
+}
+
 void CollectiveWork::cancel(std::exception_ptr why) {
   body_ = nullptr;
   finish(std::move(why));
@@ -91,8 +102,36 @@ void Stream::check_entry(std::unique_lock<std::mutex>& lock, const char* collect
 
 void Stream::queue_locked(const std::shared_ptr<CollectiveWork>& work) {
   start_worker_locked();  // first: if no thread can be made, nothing is left queued
+  work->stream_ = weak_from_this();
   queue_.push_back(work);
   changed_.notify_all();
+}
+
+void Stream::run_next_locked(std::unique_lock<std::mutex>& lock) {
+  std::shared_ptr<CollectiveWork> work = std::move(queue_.front());
+  queue_.pop_front();
+  std::exception_ptr outcome;
+  run_locked(lock, work->collective(), /*inline_call=*/false,
+             [&](const Turn& turn) { outcome = work->run_body(turn); });
+  // The turn is back: now let go of the call's captures (the last reference to the context
+  // may go with them) and report the outcome.
+  lock.unlock();
+  work->release_body();
+  work->finish(outcome);
+  work.reset();
+  lock.lock();
+}
+
+bool Stream::run_here_if_next(const CollectiveWork& work) {
+  // This thread may drop the last reference to the context (with the call's captures), and
+  // with it the stream's owner: keep the stream until this returns.
+  std::shared_ptr<Stream> keep = shared_from_this();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_ || running_ != nullptr || queue_.empty() || queue_.front().get() != &work) {
+    return false;
+  }
+  run_next_locked(lock);
+  return true;
 }
 
 template <typename Run>
@@ -155,18 +194,7 @@ void Stream::worker_loop() {
     changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && running_ == nullptr); });
     if (stopping_ && queue_.empty()) return;
     if (queue_.empty() || running_ != nullptr) continue;
-    std::shared_ptr<CollectiveWork> work = std::move(queue_.front());
-    queue_.pop_front();
-    std::exception_ptr outcome;
-    run_locked(lock, work->collective(), /*inline_call=*/false,
-               [&](const Turn& turn) { outcome = work->run_body(turn); });
-    // The turn is back: now let go of the call's captures (the last reference to the context
-    // may go with them) and report the outcome.
-    lock.unlock();
-    work->release_body();
-    work->finish(outcome);
-    work.reset();
-    lock.lock();
+    run_next_locked(lock);
   }
 }
 

@@ -63,13 +63,18 @@ class CollectiveWork : public WorkState {
   // Finishes without running.
   void cancel(std::exception_ptr why);
   std::string describe() const override;
+  // A wait without a deadline runs the work in the waiting thread when it is next on an idle
+  // stream (Stream::run_here_if_next): no hand-off to the worker and back.
+  bool wait_until(const Deadline& until) override;
 
  private:
+  friend class Stream;
   const char* collective_;
   const uint16_t tag_;
   uint64_t sequence_ = 0;  // under mutex_, once running
   bool started_ = false;   // under mutex_
   CallBody body_;
+  std::weak_ptr<Stream> stream_;  // set when queued
 };
 
 class Stream : public std::enable_shared_from_this<Stream> {
@@ -88,6 +93,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void run_blocking(const char* collective, const char* algorithm, const CallBody& body);
   // Queues `work` for the worker thread and returns. Same race rule as run_blocking.
   void start(const std::shared_ptr<CollectiveWork>& work);
+  // Runs `work` in this thread if it is next in the queue and nobody holds the turn, as the
+  // worker would have (same order, same sequence number), and returns true once it has
+  // finished; false (nothing done) otherwise. A caller that waits for its work at once -- a
+  // blocking call behind queued work, torch's async_op=False, iallreduce().wait() -- then
+  // pays no hand-off to the worker and no wake-up back; on a machine where ranks outnumber
+  // cores those wake-ups wait for a core and cost more than a small collective.
+  bool run_here_if_next(const CollectiveWork& work);
   // Calls running or queued.
   size_t in_flight() const;
   // Finishes every queued call with `why` without running it, waits for the running one to end
@@ -117,6 +129,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
                   Run&& run);
   // Queues `work`, starting the worker if needed (mutex_ held).
   void queue_locked(const std::shared_ptr<CollectiveWork>& work);
+  // Pops the first queued work and runs it in this thread, then finishes it (mutex_ held on
+  // entry and exit): the worker's step and run_here_if_next's.
+  void run_next_locked(std::unique_lock<std::mutex>& lock);
   // Whether `collective` may join the stream now; when it races a blocking call, fails the
   // context and throws (releasing `lock`).
   void check_entry(std::unique_lock<std::mutex>& lock, const char* collective);

@@ -75,17 +75,18 @@ bool TorchWork::isCompleted() {
 }
 
 bool TorchWork::wait(std::chrono::milliseconds timeout) {
-  if (point_to_point_) {
-    for (const gloo_lite::Work& call : calls_) {
-      try {
-        if (timeout == kNoTimeout) {
-          call.wait();
-        } else {
-          call.wait(timeout);
-        }
-      } catch (...) {
-        // Reported through the callback, converted, by the base class's wait below.
+  // Waiting on gloo_lite's works first: a transfer finishes when looked at, and a collective
+  // that is next on an idle stream then runs in this thread (Stream::run_here_if_next), so
+  // that async_op=False calls pay no hand-off to the worker and back. Their errors arrive
+  // through the callbacks, converted, and the base class's wait rethrows them.
+  for (const gloo_lite::Work& call : calls_) {
+    try {
+      if (timeout == kNoTimeout) {
+        call.wait();
+      } else if (point_to_point_) {
+        call.wait(timeout);
       }
+    } catch (...) {
     }
   }
   return ::c10d::Work::wait(timeout);

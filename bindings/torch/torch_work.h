@@ -4,6 +4,8 @@
 // worker runs that step, completes the future (getFuture: DDP's comm hooks chain on it), then
 // the work itself (wait, is_completed) -- no thread of the backend's own, no polling.
 //
+// A wait() without a timeout waits on the gloo_lite calls themselves: a collective that is
+// next on an idle stream then runs in the waiting thread (async_op=False costs no hand-off).
 // Point-to-point calls have no worker: the transport moves the bytes, and the work finishes
 // when it is looked at (is_completed or wait), like gloo_lite::Work of a transfer; their
 // future is not offered (torch's gloo offers none either).
