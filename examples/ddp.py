@@ -8,8 +8,9 @@ Every rank holds a copy of a small MLP and trains it on batches of its own, draw
 synthetic regression task (a fixed random teacher network plus noise). After each backward
 pass DDP averages the gradients over the ranks (bucketed allreduce, overlapping the backward
 pass), so the copies take the same steps and stay equal. Rank 0 prints the loss as it goes
-down; at the end every rank prints one line with a checksum of its parameters, the same on
-every rank. Exits 1 if the loss did not fall or the copies differ.
+down; at the end every rank prints one line with the loss on a batch none of them trained on,
+before and after, and a checksum of its parameters, the same on every rank. Exits 1 if that
+loss did not fall or the copies differ.
 """
 import argparse
 import time
@@ -40,20 +41,23 @@ def parse_args():
     return parser.parse_args()
 
 
-def batches(rank, width_in, count, batch):
-    """Rank `rank`'s share of the task: inputs of its own, targets from a teacher every rank
-    builds alike (seed 0)."""
-    torch.manual_seed(0)
-    teacher = torch.nn.Sequential(torch.nn.Linear(width_in, 32), torch.nn.Tanh(),
-                                  torch.nn.Linear(32, 1))
-    generator = torch.Generator().manual_seed(1 + rank)
-    data = []
-    with torch.no_grad():
-        for _ in range(count):
-            x = torch.randn(batch, width_in, generator=generator)
-            y = teacher(x) + 0.01 * torch.randn(batch, 1, generator=generator)
-            data.append((x, y))
-    return data
+class Task:
+    """One synthetic regression task shared by every rank: targets from a fixed random teacher
+    network (seed 0, the same everywhere) plus a little noise; each rank draws inputs of its own
+    (`seed`), a fresh batch every step."""
+
+    def __init__(self, width_in, batch, seed):
+        torch.manual_seed(0)
+        self.teacher = torch.nn.Sequential(torch.nn.Linear(width_in, 32), torch.nn.Tanh(),
+                                           torch.nn.Linear(32, 1))
+        self.generator = torch.Generator().manual_seed(seed)
+        self.width_in, self.batch = width_in, batch
+
+    def sample(self):
+        with torch.no_grad():
+            x = torch.randn(self.batch, self.width_in, generator=self.generator)
+            y = self.teacher(x) + 0.01 * torch.randn(self.batch, 1, generator=self.generator)
+        return x, y
 
 
 def main():
@@ -72,38 +76,47 @@ def main():
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
         torch.nn.Linear(args.width, 1)))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    data = batches(rank, width_in, 8, args.batch)
+    task = Task(width_in, args.batch, seed=1 + rank)
 
+    def mean_loss(x, y):
+        """The loss on (x, y) averaged over the ranks (dist.all_reduce of the ranks' values)."""
+        with torch.no_grad():
+            loss = torch.nn.functional.mse_loss(model(x), y).reshape(1)
+        dist.all_reduce(loss)
+        return loss.item() / size
+
+    held_out = Task(width_in, args.batch, seed=1 + size + rank).sample()  # never trained on
+    before = mean_loss(*held_out)
     start = time.perf_counter()
-    losses = []
     for step in range(args.steps):
-        x, y = data[step % len(data)]
+        x, y = task.sample()
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()  # DDP averages the gradients over the ranks here
         optimizer.step()
-        # The loss averaged over the ranks, for printing only.
-        mean = loss.detach().clone()
-        dist.all_reduce(mean)
-        losses.append(mean.item() / size)
-        if rank == 0 and (step % args.every == 0 or step == args.steps - 1):
-            print("step %3d  loss %.4f" % (step, losses[-1]), flush=True)
+        if step % args.every == 0 or step == args.steps - 1:
+            mean = loss.detach().reshape(1)  # the training loss averaged over the ranks
+            dist.all_reduce(mean)
+            if rank == 0:
+                print("step %3d  loss %.4f" % (step, mean.item() / size), flush=True)
     seconds = time.perf_counter() - start
+    after = mean_loss(*held_out)
 
     # The copies must be equal: every rank compares its checksum with rank 0's.
     checksum = torch.stack([p.detach().double().sum() for p in model.parameters()]).sum()
     rank0 = checksum.clone()
     dist.broadcast(rank0, src=0)
     in_sync = bool(checksum == rank0)
-    fell = losses[-1] < 0.5 * losses[0]
-    print("rank %d of %d (%s): loss %.4f -> %.4f in %d steps, %.2f s; parameter checksum %.10g "
-          "%s" % (rank, size, args.backend, losses[0], losses[-1], args.steps, seconds,
-                  checksum.item(), "(same as rank 0)" if in_sync else "DIFFERS FROM RANK 0"),
+    print("rank %d of %d (%s): %d steps in %.2f s, held-out loss %.4f -> %.4f; parameter "
+          "checksum %.10g %s" % (rank, size, args.backend, args.steps, seconds, before, after,
+                                 checksum.item(),
+                                 "(same as rank 0)" if in_sync else "DIFFERS FROM RANK 0"),
           flush=True)
     dist.destroy_process_group()
-    if not (in_sync and fell):
-        raise SystemExit("ddp.py: %s" % ("the loss did not fall by half" if in_sync else
-                                         "the ranks' parameters differ"))
+    if not in_sync:
+        raise SystemExit("ddp.py: rank %d's parameters differ from rank 0's" % rank)
+    if not after < before:
+        raise SystemExit("ddp.py: the held-out loss did not fall (%.4f -> %.4f)" % (before, after))
 
 
 if __name__ == "__main__":
