@@ -27,21 +27,26 @@ void WorkState::finish(std::exception_ptr error) {
   std::vector<std::function<void(std::exception_ptr)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (finished_) return;
-    finished_ = true;
+    if (finished_ || finishing_) return;
+    finishing_ = true;
     error_ = error;
     callbacks.swap(callbacks_);
   }
-  finished_cv_.notify_all();
-  // Outside the lock: a callback may look at this work or start new work.
+  // Outside the lock (a callback may look at this work or start new work), and before the
+  // work reports finished: whoever returns from wait() finds every callback done.
   for (const auto& callback : callbacks) run_callback(callback, error);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+  }
+  finished_cv_.notify_all();
 }
 
 void WorkState::on_finish(std::function<void(std::exception_ptr)> callback) {
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!finished_) {
+    if (!finished_ && !finishing_) {
       callbacks_.push_back(std::move(callback));
       return;
     }

@@ -46,13 +46,14 @@ class Work {
   std::string describe() const;
   // The rank a receive matched (irecv_any); -1 otherwise and until known.
   int source() const;
-  // Calls `callback(error)` once the operation has finished (error null on success): right
-  // away in this thread if it has finished already, else in the thread that finishes it. A
-  // collective finishes on its stream's worker, so a callback is how a binding completes its
-  // own future without a thread of its own (keep it short: the stream's next call waits for
-  // it; it may start new work, but must not wait for work of the same stream). Point-to-point
-  // work finishes when it is looked at (test() or wait()). A callback that throws is logged
-  // and its exception dropped.
+  // Calls `callback(error)` when the operation finishes (error null on success), before it
+  // reports finished: test() turns true and wait() returns only after the callback has run.
+  // Right away in this thread if the operation has finished already, else in the thread that
+  // finishes it: a queued collective's stream worker (or the thread whose wait() ran it). A
+  // callback is how a binding completes a future of its own without a thread of its own. Keep
+  // it short (the stream's next call waits for it); it may start new work, but must not wait
+  // for this work or other work of its stream. Point-to-point work finishes when it is looked
+  // at (test() or wait()). A callback that throws is logged and its exception dropped.
   void on_finish(std::function<void(std::exception_ptr)> callback) const;
 
  private:

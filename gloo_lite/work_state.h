@@ -24,7 +24,8 @@ class WorkState {
   WorkState(const WorkState&) = delete;
   WorkState& operator=(const WorkState&) = delete;
 
-  // Finishes the work (the first call counts), wakes every waiter, then runs the callbacks.
+  // Finishes the work (the first call counts): runs the callbacks, then marks it finished and
+  // wakes every waiter.
   void finish(std::exception_ptr error = nullptr);
   // Work::on_finish.
   void on_finish(std::function<void(std::exception_ptr)> callback);
@@ -45,7 +46,8 @@ class WorkState {
  protected:
   mutable std::mutex mutex_;
   std::condition_variable finished_cv_;
-  bool finished_ = false;  // under mutex_
+  bool finished_ = false;   // under mutex_
+  bool finishing_ = false;  // under mutex_: finish() is running the callbacks
 
  private:
   std::exception_ptr error_;

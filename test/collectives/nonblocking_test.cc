@@ -905,6 +905,28 @@ TEST(NonBlocking, OnFinishRunsAfterTheResultIsInPlace) {
   });
 }
 
+// wait() on work that is next on an idle stream runs it in the waiting thread instead of
+// waiting for the worker to wake (Stream::run_here_if_next). Whether the caller or the worker
+// gets there first is a race, so: results and order must hold either way, and in 200 tries
+// the caller (which goes straight from the start to the wait) must win at least once. (The
+// callback has run before wait() returns, so reading what it wrote is safe.)
+TEST(NonBlocking, WaitRunsTheNextWorkInTheWaitingThread) {
+  run_rank_threads(2, [](int rank, std::shared_ptr<Context>& context, Store&) {
+    int ran_here = 0;
+    for (int i = 0; i < 200; ++i) {
+      std::vector<int32_t> data(8, rank + i);
+      std::thread::id ran_on;
+      Work work = iallreduce(*context, data.data(), data.data(), data.size(), DataType::kInt32,
+                             ReduceOp::kSum);
+      work.on_finish([&](std::exception_ptr) { ran_on = std::this_thread::get_id(); });
+      work.wait();
+      ASSERT_EQ(data[7], 2 * i + 1) << on(rank, "allreduce " + std::to_string(i));
+      if (ran_on == std::this_thread::get_id()) ++ran_here;
+    }
+    EXPECT_GT(ran_here, 0) << on(rank, "no wait() ran its work in the waiting thread");
+  });
+}
+
 TEST(NonBlocking, OnFinishReportsTheFailure) {
   run_rank_threads(2, [](int rank, std::shared_ptr<Context>& context, Store&) {
     std::vector<float> data(16, 1.0f);
