@@ -3,7 +3,7 @@ for every other rank, local reference reductions, and the Checker that counts ch
 each failure with what differed.
 
 Every line a worker prints starts with "[rank] " so the test can tell ranks apart; a failed
-check prints "[rank] FAIL <check>: <what differed>" and the worker goes on, so one run reports
+check prints "[rank] FAIL <section>: <check>: <what differed>" and the worker goes on, so one run reports
 every failure; the last line is "[rank] SUMMARY checks=N failed=F ...".
 """
 
@@ -43,8 +43,10 @@ TOLERANCE = {
 
 
 def say(line):
-    print(f"[{dist.get_rank() if dist.is_initialized() else os.environ.get('RANK', '?')}] {line}",
-          flush=True)
+    rank = dist.get_rank() if dist.is_initialized() else os.environ.get("RANK", "?")
+    # One write per line: ranks share torchrun's stdout.
+    sys.stdout.write(f"[{rank}] {line}\n")
+    sys.stdout.flush()
 
 
 def init(backend="gloo_lite", timeout=60, **kwargs):
@@ -131,10 +133,11 @@ class Checker:
         self.checks = 0
         self.failed = 0
         self.against = {"gloo": 0, "reference": 0}
+        self.section = "-"
 
     def fail(self, name, detail):
         self.failed += 1
-        say(f"FAIL {name}: {detail}")
+        say(f"FAIL {self.section}: {name}: {detail}")
 
     def true(self, name, ok, detail):
         self.checks += 1

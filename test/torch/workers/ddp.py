@@ -1,8 +1,8 @@
 """DDP on gloo_lite against DDP on torch's gloo: two DDP models wrap identical copies of a small
 MLP (each rank starts from its own seed, so DDP's initial broadcast matters), one on each
 backend's group, trained 20 steps with SGD on the same batches. Their parameters must agree
-(bitwise at P = 2), match across ranks, and have moved. Variants: the default reducer, many
-small buckets, find_unused_parameters with a branch unused on some steps, and comm hooks that
+(bitwise at P = 2), match across ranks, and have moved. Variants: the default reducer (small
+buckets), find_unused_parameters with a branch unused on some steps, and comm hooks that
 use the Work's future (torch's allreduce and fp16 compression hooks, and one of our own)."""
 
 import copy
@@ -40,8 +40,8 @@ def divided_allreduce_hook(group, bucket):
 
 
 VARIANTS = {
-    "default": dict(),
-    "small buckets": dict(bucket_cap_mb=0.001),
+    # Buckets of about 1 KB: several allreduces in flight during each backward pass.
+    "default reducer": dict(bucket_cap_mb=0.001),
     "find_unused_parameters": dict(find_unused_parameters=True, branch=True),
     "allreduce_hook": dict(hook=default_hooks.allreduce_hook, bucket_cap_mb=0.001),
     # Gradients rounded to float16: a different summation order at P > 2 moves them by an

@@ -7,6 +7,7 @@ tests group their checks into few launches.
 """
 
 import sys
+import time
 import traceback
 from types import SimpleNamespace
 
@@ -29,14 +30,14 @@ def main(sections):
     ck = Checker()
     for section in sections:
         module = __import__(section)
-        before = ck.checks
+        before, ck.section, start = ck.checks, section, time.monotonic()
         try:
             module.run(ck, job)
         except Exception:  # noqa: BLE001  report, then stop: the ranks may be out of step
-            ck.fail(section, "raised:\n" + traceback.format_exc())
+            ck.fail("the section", "raised: " + " | ".join(traceback.format_exc().splitlines()))
             ck.summary(sections)
             finish(1)
-        say(f"SECTION {section}: {ck.checks - before} checks")
+        say(f"SECTION {section}: {ck.checks - before} checks in {time.monotonic() - start:.1f} s")
     code = ck.summary(sections)
     if "mismatch" not in sections:  # a mismatch may leave the group unusable
         dist.destroy_process_group()
