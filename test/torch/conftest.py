@@ -13,6 +13,8 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 
 import pytest
 
@@ -80,27 +82,35 @@ def torchrun(script, n, args=(), env=None, timeout=300):
 def spawn(script, n, args=(), env=None, timeout=120):
     """Starts ranks 0..n-1 of `script` with env:// variables (a fresh port); waits for all."""
     port = free_port()
-    processes = []
-    for rank in range(n):
-        extra = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(rank),
-                 "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
-                 "MASTER_PORT": str(port)}
-        extra.update(env or {})
-        processes.append(subprocess.Popen([sys.executable, script, *args], env=_env(extra),
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True))
-    outputs, codes = [], []
+    processes, logs = [], []
     try:
+        for rank in range(n):
+            extra = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(rank),
+                     "LOCAL_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
+                     "MASTER_PORT": str(port)}
+            extra.update(env or {})
+            # A file each, not a pipe: a rank never blocks on output nobody reads yet.
+            logs.append(tempfile.TemporaryFile("w+"))
+            processes.append(subprocess.Popen([sys.executable, script, *args], env=_env(extra),
+                                              stdout=logs[-1], stderr=subprocess.STDOUT,
+                                              text=True))
+        deadline = time.monotonic() + timeout
         for process in processes:
-            out, _ = process.communicate(timeout=timeout)
-            outputs.append(out)
-            codes.append(process.returncode)
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 1))
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
-                process.communicate()
-    return Run(codes, "".join(outputs))
+                process.wait()
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    return Run([p.returncode for p in processes], "".join(outputs))
 
 
 SUMMARY = re.compile(r"SUMMARY checks=(\d+) failed=(\d+) against_gloo=(\d+) "

@@ -45,6 +45,6 @@ def test_the_launch_succeeded_and_compared_with_gloo(launch):
         assert failed == 0, run.show()
         # Most results are compared with torch's gloo; the local reference only covers what
         # gloo rejects (AVG, PREMUL_SUM, uneven all_to_all lists).
-        assert against_gloo > 3 * against_reference, found
+        assert against_gloo > 2 * against_reference, found
         print(f"P={n} rank {rank}: {checks} checks, {against_gloo} against gloo, "
               f"{against_reference} against the local reference")

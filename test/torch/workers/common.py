@@ -3,8 +3,8 @@ for every other rank, local reference reductions, and the Checker that counts ch
 each failure with what differed.
 
 Every line a worker prints starts with "[rank] " so the test can tell ranks apart; a failed
-check prints "[rank] FAIL <section>: <check>: <what differed>" and the worker goes on, so one run reports
-every failure; the last line is "[rank] SUMMARY checks=N failed=F ...".
+check prints "[rank] FAIL <section>: <check>: <what differed>" and the worker goes on, so one
+run reports every failure; the last line is "[rank] SUMMARY checks=N failed=F ...".
 """
 
 import functools
@@ -27,10 +27,11 @@ INT_DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64]
 DTYPES = FLOAT_DTYPES + INT_DTYPES
 
 Op = dist.ReduceOp
-FLOAT_OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG", "PREMUL_SUM"]
+# PREMUL_SUM with its factor a Python float, and a tensor.
+FLOAT_OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG", "PREMUL_SUM", "PREMUL_SUM_TENSOR"]
 INT_OPS = ["SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
 # torch's gloo rejects these: they are compared with the local reference only.
-REFERENCE_ONLY_OPS = {"AVG", "PREMUL_SUM"}
+REFERENCE_ONLY_OPS = {"AVG", "PREMUL_SUM", "PREMUL_SUM_TENSOR"}
 PREMUL_FACTOR = 0.375
 
 # allclose bounds per dtype (rtol, atol) where the order of a float reduction may differ.
@@ -58,6 +59,8 @@ def init(backend="gloo_lite", timeout=60, **kwargs):
 def op_of(name):
     if name == "PREMUL_SUM":
         return dist._make_nccl_premul_sum(PREMUL_FACTOR)
+    if name == "PREMUL_SUM_TENSOR":
+        return dist._make_nccl_premul_sum(torch.tensor([PREMUL_FACTOR], dtype=torch.float64))
     return getattr(Op, name)
 
 
@@ -95,7 +98,7 @@ def reference_reduce(name, tensors):
         out = functools.reduce(torch.add, wide)
     elif name == "AVG":
         out = functools.reduce(torch.add, wide) / len(wide)
-    elif name == "PREMUL_SUM":
+    elif name.startswith("PREMUL_SUM"):
         out = functools.reduce(torch.add, [t * PREMUL_FACTOR for t in wide])
     elif name == "PRODUCT":
         out = functools.reduce(torch.mul, wide)

@@ -65,8 +65,9 @@ def run(ck, job):
                     out = torch.empty(6, 2, dtype=dtype)
                     sender = dist.recv(out, src=None, group=group)
                     got[sender] = out
-                ck.true(f"recv(src=None)/{tag} on {name}: senders", sorted(got) == list(range(1, P)),
-                        f"recv returned senders {sorted(got)}, want {list(range(1, P))}")
+                want = list(range(1, P))
+                ck.true(f"recv(src=None)/{tag} on {name}: senders", sorted(got) == want,
+                        f"recv returned senders {sorted(got)}, want {want}")
                 for sender, out in got.items():
                     if 0 < sender < P:
                         ck.same(f"recv(src=None)/{tag} on {name} from {sender}", out,

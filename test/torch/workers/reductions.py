@@ -54,8 +54,8 @@ def run(ck, job):
                 dist.reduce(t, dst=root, op=op_of(opname), group=group)
                 return t if R == root else None
 
-            check("reduce", reduce,
-                  lambda: reference_reduce(opname, everyone("reduce", shape)) if R == root else None)
+            check("reduce", reduce, lambda: (reference_reduce(opname, everyone("reduce", shape))
+                                             if R == root else None))
         else:
             for root in sorted({0, P - 1}):
 

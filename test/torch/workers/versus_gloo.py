@@ -3,8 +3,6 @@ against torch's own gloo (a second group over the same ranks), on the same input
 gloo rejects the call (an op, a dtype or a form it does not have), the result is compared with a
 local reference instead, and a NOTE line says so once per call and reason."""
 
-import torch.distributed as dist
-
 from common import say
 
 # What torch's gloo raises for a call it does not support.
@@ -36,7 +34,3 @@ def compare(ck, job, name, run, reference, exact_gloo, exact_reference, gloo=Tru
     if got is None and want is None:
         return
     ck.same(name, got, want, exact, against)
-
-
-def group_ranks(group):
-    return dist.get_process_group_ranks(group) if group is not None else None
