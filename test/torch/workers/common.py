@@ -25,6 +25,9 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INT_DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64]
 DTYPES = FLOAT_DTYPES + INT_DTYPES
+# Also moved, not all reduced: int16 has no gloo_lite reduction (moved as bytes), bool reduces
+# as bytes, complex as pairs of floats.
+MOVED_DTYPES = DTYPES + [torch.int16, torch.bool, torch.complex64]
 
 Op = dist.ReduceOp
 # PREMUL_SUM with its factor a Python float, and a tensor.
@@ -73,6 +76,10 @@ def rank_input(key, rank, shape, dtype, op="SUM"):
     Values suit `op`: products stay small, bitwise ops get random bits, sums cannot overflow
     the integer types over 4 ranks."""
     g = torch.Generator().manual_seed(seed_of(key, rank))
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=torch.complex128).to(dtype)
     if dtype.is_floating_point:
         if op == "PRODUCT":
             magnitude = torch.rand(shape, generator=g, dtype=torch.float64) + 0.5
@@ -93,7 +100,10 @@ def rank_input(key, rank, shape, dtype, op="SUM"):
 def reference_reduce(name, tensors):
     """The reduction of `tensors` (one per rank) computed here, in float64 for float types."""
     dtype = tensors[0].dtype
-    wide = [t.double() if dtype.is_floating_point else t for t in tensors]
+    if dtype.is_complex:
+        wide = [t.to(torch.complex128) for t in tensors]
+    else:
+        wide = [t.double() if dtype.is_floating_point else t for t in tensors]
     if name == "SUM":
         out = functools.reduce(torch.add, wide)
     elif name == "AVG":
@@ -111,11 +121,18 @@ def reference_reduce(name, tensors):
     return out.to(dtype)
 
 
+def inexact(dtype):
+    """Whether results of this dtype may differ with the order of a reduction."""
+    return dtype.is_floating_point or dtype.is_complex
+
+
 def describe_difference(got, want, exact, tolerance=None):
     if not isinstance(got, torch.Tensor):
         return f"got {got!r}, want {want!r}"
     if got.shape != want.shape or got.dtype != want.dtype:
         return (f"got {got.dtype} {tuple(got.shape)}, want {want.dtype} {tuple(want.shape)}")
+    if got.is_complex():  # compared as (real, imaginary) pairs
+        got, want = torch.view_as_real(got), torch.view_as_real(want)
     g, w = got.double().flatten(), want.double().flatten()
     if exact:
         bad = ~((g == w) | (g.isnan() & w.isnan()))

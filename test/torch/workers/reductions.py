@@ -1,21 +1,26 @@
-"""Every reducing collective, for every ReduceOp and dtype, against torch's gloo: all_reduce,
-reduce, all_reduce_coalesced, the coalescing manager (which reaches the backend's
-*_coalesced forms), reduce_scatter (list form) and reduce_scatter_tensor."""
+"""Every reducing collective, for every ReduceOp and dtype (and bool, complex), against torch's
+gloo: all_reduce, reduce, all_reduce_coalesced, the coalescing manager (which reaches the
+backend's *_coalesced forms), reduce_scatter (list form) and reduce_scatter_tensor."""
 
 import torch
 import torch.distributed as dist
 
-from common import (DTYPES, FLOAT_OPS, INT_OPS, REFERENCE_ONLY_OPS, op_of, rank_input,
-                    reference_reduce)
+from common import (DTYPES, FLOAT_OPS, INT_OPS, REFERENCE_ONLY_OPS, inexact, op_of,
+                    rank_input, reference_reduce)
 from versus_gloo import compare
 
 BLOCK = 7  # elements per rank of the reduce-scatter forms
 
 
 def _cases(size):
-    for dtype in DTYPES:
-        for opname in FLOAT_OPS if dtype.is_floating_point else INT_OPS:
-            exact_reference = not dtype.is_floating_point or opname in ("MIN", "MAX")
+    """(dtype, op, bitwise against gloo, bitwise against the reference, large)"""
+    ops = {dtype: FLOAT_OPS if dtype.is_floating_point else INT_OPS for dtype in DTYPES}
+    # bool: SUM is OR, PRODUCT is AND; complex: SUM and the averages only (torch's rule).
+    ops[torch.bool] = INT_OPS
+    ops[torch.complex64] = ops[torch.complex128] = ["SUM", "AVG", "PREMUL_SUM"]
+    for dtype, names in ops.items():
+        for opname in names:
+            exact_reference = not inexact(dtype) or opname in ("MIN", "MAX")
             yield dtype, opname, size == 2 or exact_reference, exact_reference, False
     # Large enough for the chunked (ring, pipelined) algorithms.
     yield torch.float32, "SUM", size == 2, False, True

@@ -1,11 +1,13 @@
 """Non-contiguous tensors (a transposed view, a strided slice): all_reduce, broadcast,
 all_gather_into_tensor and reduce_scatter_tensor give what the same call gives on a contiguous
-copy, write it back into the view, and leave the rest of the base tensor alone."""
+copy, write it back into the view, and leave the rest of the base tensor alone. Also 0-dim
+and empty tensors, against torch's gloo."""
 
 import torch
 import torch.distributed as dist
 
 from common import rank_input
+from versus_gloo import compare
 
 
 def _views(key, rank, rows):
@@ -27,6 +29,7 @@ def _check_written(ck, name, base, view, want, untouched):
 
 def run(ck, job):
     R, P = job.rank, job.size
+    edge_shapes(ck, job)
     for kind, base, view in _views("allreduce", R, 6):
         assert not view.is_contiguous()
         untouched = base.clone()
@@ -62,3 +65,36 @@ def run(ck, job):
         dist.reduce_scatter_tensor(out, view)
         _check_written(ck, f"reduce_scatter_tensor from a {kind} view", out_base, out, want,
                        untouched)
+
+
+def edge_shapes(ck, job):
+    """A 0-dim tensor and empty ones, against torch's gloo."""
+    R = job.rank
+
+    def check(name, run):
+        compare(ck, job, name, run, None, True, True)
+
+    def scalar_all_reduce(group):
+        t = rank_input("0-dim", R, (), torch.int64)
+        dist.all_reduce(t, group=group)
+        return t
+
+    def scalar_broadcast(group):
+        t = rank_input("0-dim bcast", R, (), torch.float32)
+        dist.broadcast(t, src=job.size - 1, group=group)
+        return t
+
+    def empty_all_reduce(group):
+        t = torch.empty(0, 3)
+        dist.all_reduce(t, group=group)
+        return t
+
+    def empty_all_gather(group):
+        out = torch.empty(0)
+        dist.all_gather_into_tensor(out, torch.empty(0), group=group)
+        return out
+
+    check("all_reduce of a 0-dim tensor", scalar_all_reduce)
+    check("broadcast of a 0-dim tensor", scalar_broadcast)
+    check("all_reduce of an empty tensor", empty_all_reduce)
+    check("all_gather_into_tensor of empty tensors", empty_all_gather)
