@@ -1,6 +1,6 @@
-"""new_group sub-groups on gloo_lite: disjoint groups (evens, odds) reducing at once, a group
-some ranks are not in (they get GroupMember.NON_GROUP_MEMBER), a single-rank group, a broadcast
-from a global rank inside a group, and group ranks."""
+"""The default group's backend, and new_group sub-groups on gloo_lite: disjoint groups (evens,
+odds) reducing at once, a group some ranks are not in (they get GroupMember.NON_GROUP_MEMBER),
+a single-rank group, a broadcast from a global rank inside a group, and group ranks."""
 
 import torch
 import torch.distributed as dist
@@ -10,6 +10,13 @@ from common import rank_input
 
 def run(ck, job):
     R, P = job.rank, job.size
+    # The default group is gloo_lite's (under DETAIL torch wraps it, so only the name is asked).
+    ck.true("the default group's backend", dist.get_backend() == "gloo_lite",
+            f"get_backend() is {dist.get_backend()!r}")
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    if hasattr(backend, "describe"):
+        ck.true("the backend describes its context", f"rank {R} of {P}" in backend.describe(),
+                f"describe() is {backend.describe()!r}")
     # Every rank creates every group, in the same order (torch's rule).
     evens = dist.new_group([r for r in range(P) if r % 2 == 0], backend="gloo_lite")
     odds = dist.new_group([r for r in range(P) if r % 2 == 1])  # the default backend
