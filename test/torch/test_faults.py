@@ -34,7 +34,7 @@ def test_a_skipped_collective_times_out_naming_the_call_and_the_rank():
         cls, backend_error, seconds, message = _raised(run, 0, what)
         print(f"{what}: {cls} after {seconds:.2f} s: {message[:200]}")
         assert backend_error, f"{what} raised {cls}, want DistBackendError: {message}"
-        assert 1.8 <= seconds <= 6, f"{what} raised after {seconds} s, want about 2 s"
+        assert 1.8 <= seconds <= 10, f"{what} raised after {seconds} s, want about 2 s"
         _assert_named(message, "allreduce", "rank 1")
     assert run.matching(0, "async Work: is_completed=True exception=DistBackendError"), run.show()
 
@@ -65,7 +65,7 @@ def test_a_rank_that_never_joins_fails_the_rendezvous_within_the_timeout(alone):
     port, (cls, backend_error, seconds, message) = alone
     print(f"{cls} after {seconds:.2f} s: {message}")
     assert backend_error, f"raised {cls}, want DistBackendError: {message}"
-    assert 1.8 <= seconds <= 6, f"raised after {seconds} s, want about 2 s"
+    assert 1.8 <= seconds <= 10, f"raised after {seconds} s, want about 2 s"
     _assert_named(message, "rank 1", f"TCPStore at 127.0.0.1:{port}")
 
 
