@@ -88,5 +88,7 @@ def alone_case():
 
 if __name__ == "__main__":
     {"timeout": timeout_case, "kill": kill_case, "alone": alone_case}[sys.argv[1]]()
+    if dist.is_initialized():
+        dist.destroy_process_group()  # of failed groups too: must not hang
     say("exiting")
     finish(0)
