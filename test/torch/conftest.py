@@ -36,7 +36,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _env(extra=None):
+def child_env(extra=None):
+    """The environment of a worker process: this test's, plus where gloo_lite and the
+    workers' helpers are."""
     env = dict(os.environ)
     # The workers import the same gloo_lite as this test, and their helpers.
     paths = [os.path.dirname(os.path.dirname(gloo_lite.__file__)), WORKERS]
@@ -72,7 +74,7 @@ class Run:
 def torchrun(script, n, args=(), env=None, timeout=300):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={n}", script, *args]
-    result = subprocess.run(command, env=_env(env), stdout=subprocess.PIPE,
+    result = subprocess.run(command, env=child_env(env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return Run([result.returncode], result.stdout)
 
@@ -89,9 +91,9 @@ def spawn(script, n, args=(), env=None, timeout=120):
             extra.update(env or {})
             # A file each, not a pipe: a rank never blocks on output nobody reads yet.
             logs.append(tempfile.TemporaryFile("w+"))
-            processes.append(subprocess.Popen([sys.executable, script, *args], env=_env(extra),
-                                              stdout=logs[-1], stderr=subprocess.STDOUT,
-                                              text=True))
+            processes.append(subprocess.Popen([sys.executable, script, *args],
+                                              env=child_env(extra), stdout=logs[-1],
+                                              stderr=subprocess.STDOUT, text=True))
         deadline = time.monotonic() + timeout
         for process in processes:
             try:
