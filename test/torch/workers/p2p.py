@@ -1,5 +1,7 @@
 """Point-to-point calls on both backends: send/recv around a ring (with a tag), isend/irecv,
-batch_isend_irecv, and recv from any source (src=None), which must say who sent."""
+batch_isend_irecv, messages received in another order than sent (told apart by tag), and
+recv/irecv from any source (src=None), which must say who sent. On gloo_lite alone (torch's gloo
+takes contiguous tensors only): a transposed tensor sent into a strided slice."""
 
 import torch
 import torch.distributed as dist
@@ -74,3 +76,51 @@ def run(ck, job):
                                 inputs("any", sender), True, "reference")
             else:
                 dist.send(inputs("any"), 0, group=group)
+
+    out_of_order(ck, job)
+    non_contiguous(ck, job)
+
+
+def out_of_order(ck, job):
+    """Rank 0 sends tag 1 then tag 2 to every other rank, which receives tag 2 first."""
+    R, P = job.rank, job.size
+    for name, group in (("gloo_lite", None), ("gloo", job.gloo)):
+        if R == 0:
+            works = [dist.isend(rank_input(f"tag{tag}", peer, (3,), torch.float32), peer,
+                                group=group, tag=tag) for peer in range(1, P) for tag in (1, 2)]
+            for work in works:
+                work.wait()
+        else:
+            second, first = torch.empty(3), torch.empty(3)
+            dist.recv(second, 0, group=group, tag=2)
+            dist.recv(first, 0, group=group, tag=1)
+            ck.same(f"received out of order on {name}", [first, second],
+                    [rank_input(f"tag{tag}", R, (3,), torch.float32) for tag in (1, 2)])
+        # From any source, with a tag, and by irecv.
+        if R == P - 1:
+            dist.send(rank_input("any tag", R, (2,), torch.int64), 0, group=group, tag=9)
+            dist.send(rank_input("any irecv", R, (2,), torch.int64), 0, group=group)
+        elif R == 0:
+            out = torch.empty(2, dtype=torch.int64)
+            sender = dist.recv(out, None, group=group, tag=9)
+            ck.true(f"recv(src=None, tag=9) on {name}: the sender", sender == P - 1,
+                    f"recv returned {sender}, want {P - 1}")
+            ck.same(f"recv(src=None, tag=9) on {name}", out,
+                    rank_input("any tag", P - 1, (2,), torch.int64))
+            out = torch.empty(2, dtype=torch.int64)
+            dist.irecv(out, None, group=group).wait()
+            ck.same(f"irecv(src=None) on {name}", out,
+                    rank_input("any irecv", P - 1, (2,), torch.int64))
+
+
+def non_contiguous(ck, job):
+    R, P = job.rank, job.size
+    if R == 0:
+        for peer in range(1, P):
+            dist.send(rank_input("nc", peer, (3, 4), torch.float32).t(), peer)
+    else:
+        base = torch.zeros(4, 6)
+        dist.recv(base[:, ::2], 0)
+        ck.same("a transposed tensor sent into a strided slice", base[:, ::2],
+                rank_input("nc", R, (3, 4), torch.float32).t())
+        ck.same("the strided slice's gaps untouched", base[:, 1::2], torch.zeros(4, 3))
