@@ -1,6 +1,7 @@
 """The default group's backend, and new_group sub-groups on gloo_lite: disjoint groups (evens,
 odds) reducing at once, a group some ranks are not in (they get GroupMember.NON_GROUP_MEMBER),
-a single-rank group, a broadcast from a global rank inside a group, and group ranks."""
+a single-rank group, a broadcast from a global rank inside a group, group ranks, and two groups
+over the same ranks used in opposite orders."""
 
 import torch
 import torch.distributed as dist
@@ -52,6 +53,20 @@ def run(ck, job):
         want = t.clone()
         dist.all_reduce(t, group=last_alone)
         ck.same("all_reduce on a single-rank group", t, want)
+
+    # Two groups over the same ranks are independent: started in opposite orders on even and
+    # odd ranks, both in flight at once, neither waits for the other.
+    first = dist.new_group(backend="gloo_lite")
+    second = dist.new_group(backend="gloo_lite")
+    a = rank_input("first", R, (1 << 16,), torch.int64)
+    b = rank_input("second", R, (1 << 16,), torch.int64)
+    order = [(first, a), (second, b)] if R % 2 == 0 else [(second, b), (first, a)]
+    works = [dist.all_reduce(x, group=g, async_op=True) for g, x in order]
+    for work in works:
+        work.wait()
+    ck.same("two groups started in opposite orders", [a, b],
+            [sum(rank_input(key, r, (1 << 16,), torch.int64) for r in range(P))
+             for key in ("first", "second")])
 
     # The world group still works after its sub-groups were used.
     t = torch.ones(2)
