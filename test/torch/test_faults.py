@@ -27,15 +27,17 @@ def _assert_named(message, *needles):
 
 
 def test_a_skipped_collective_times_out_naming_the_call_and_the_rank():
-    # timeout=2 s; rank 1 skips an all_reduce, then an async one on a second group.
+    # timeout=2 s; rank 1 skips an all_reduce, then an async one on a second group, then a
+    # send rank 0 waits for on a third.
     run = spawn(worker("faults.py"), 2, ["timeout"])
     assert run.codes == [0, 0], run.show()
-    for what in ("all_reduce", "async all_reduce"):
+    for what, call in (("all_reduce", "allreduce"), ("async all_reduce", "allreduce"),
+                       ("recv", "receive from rank 1")):
         cls, backend_error, seconds, message = _raised(run, 0, what)
         print(f"{what}: {cls} after {seconds:.2f} s: {message[:200]}")
         assert backend_error, f"{what} raised {cls}, want DistBackendError: {message}"
         assert 1.8 <= seconds <= 10, f"{what} raised after {seconds} s, want about 2 s"
-        _assert_named(message, "allreduce", "rank 1")
+        _assert_named(message, call, "rank 1")
     assert run.matching(0, "async Work: is_completed=True exception=DistBackendError"), run.show()
 
 

@@ -2,8 +2,9 @@
 MLP (each rank starts from its own seed, so DDP's initial broadcast matters), one on each
 backend's group, trained 20 steps with SGD on the same batches. Their parameters must agree
 (bitwise at P = 2), match across ranks, and have moved. Variants: the default reducer (small
-buckets), find_unused_parameters with a branch unused on some steps, and comm hooks that
-use the Work's future (torch's allreduce and fp16 compression hooks, and one of our own)."""
+buckets), find_unused_parameters with a branch unused on some steps, static_graph with
+gradients as bucket views, and comm hooks that use the Work's future (torch's allreduce and
+fp16 compression hooks, and one of our own)."""
 
 import copy
 
@@ -43,6 +44,8 @@ VARIANTS = {
     # Buckets of about 1 KB: several allreduces in flight during each backward pass.
     "default reducer": dict(bucket_cap_mb=0.001),
     "find_unused_parameters": dict(find_unused_parameters=True, branch=True),
+    "static_graph, gradient_as_bucket_view": dict(static_graph=True, bucket_view=True,
+                                                  bucket_cap_mb=0.001),
     "allreduce_hook": dict(hook=default_hooks.allreduce_hook, bucket_cap_mb=0.001),
     # Gradients rounded to float16: a different summation order at P > 2 moves them by an
     # float16 ulp, which 20 steps carry into the parameters.
@@ -53,7 +56,9 @@ VARIANTS = {
 
 def _train(model, group, options, rank):
     ddp = DDP(model, process_group=group, bucket_cap_mb=options.get("bucket_cap_mb", 25),
-              find_unused_parameters=options.get("find_unused_parameters", False))
+              find_unused_parameters=options.get("find_unused_parameters", False),
+              static_graph=options.get("static_graph", False),
+              gradient_as_bucket_view=options.get("bucket_view", False))
     if "hook" in options:
         ddp.register_comm_hook(group, options["hook"])
     sgd = torch.optim.SGD(ddp.parameters(), lr=0.05)

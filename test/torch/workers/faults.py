@@ -2,7 +2,8 @@
 can watch the survivors):
 
   timeout  (2 ranks) init_process_group(timeout=2 s); rank 1 skips an all_reduce, then an async
-           one on a second group: rank 0 raises DistBackendError after about 2 s each time;
+           one on a second group, then never sends what rank 0 receives on a third: rank 0
+           raises DistBackendError after about 2 s each time;
   kill     (4 ranks) the last rank SIGKILLs itself while the others are in an all_reduce: they
            raise DistBackendError long before the timeout (30 s);
   alone    (rank 0 of 2, alone) init_process_group on a TCPStore rank 1 never joins, timeout
@@ -42,6 +43,7 @@ def attempt(what, call):
 def timeout_case():
     rank, _ = init(timeout=2)
     second = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=2))
+    third = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=2))
     store = dist.distributed_c10d._get_default_store()
     dist.barrier()
     if rank == 0:
@@ -56,6 +58,7 @@ def timeout_case():
                     f"exception={type(work.exception()).__name__}")
 
         attempt("async all_reduce", async_wait)
+        attempt("recv", lambda: dist.recv(torch.empty(4), 1, group=third))
         store.set("rank 0 is done", "1")
     else:
         store.wait(["rank 0 is done"], timedelta(seconds=60))
