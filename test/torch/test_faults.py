@@ -1,7 +1,8 @@
-"""A rank that skips a collective (the others time out), a rank killed mid-run (the others fail
-fast), and a rank that never joins (the rendezvous gives up): the survivors raise torch's
-DistBackendError carrying gloo_lite's message, which names the collective and the rank, within
-the timeout. Ranks are spawned by the test (workers/faults.py) so it can watch the survivors."""
+"""A rank that skips a collective (the others time out; Work.wait's timeout and aborting the
+group end the wait early), a rank killed mid-run (the others fail fast), and a rank that never
+joins (the rendezvous gives up): the survivors raise torch's DistBackendError carrying
+gloo_lite's message, which names the collective and the rank, within the timeout. Ranks are
+spawned by the test (workers/faults.py) so it can watch the survivors."""
 
 import re
 import signal
@@ -28,7 +29,8 @@ def _assert_named(message, *needles):
 
 def test_a_skipped_collective_times_out_naming_the_call_and_the_rank():
     # timeout=2 s; rank 1 skips an all_reduce, then an async one on a second group, then a
-    # send rank 0 waits for on a third.
+    # send rank 0 waits for on a third; then an all_reduce on a fourth that rank 0 waits for
+    # with Work.wait(timeout) and then aborts.
     run = spawn(worker("faults.py"), 2, ["timeout"])
     assert run.codes == [0, 0], run.show()
     for what, call in (("all_reduce", "allreduce"), ("async all_reduce", "allreduce"),
@@ -39,6 +41,15 @@ def test_a_skipped_collective_times_out_naming_the_call_and_the_rank():
         assert 1.8 <= seconds <= 10, f"{what} raised after {seconds} s, want about 2 s"
         _assert_named(message, call, "rank 1")
     assert run.matching(0, "async Work: is_completed=True exception=DistBackendError"), run.show()
+    # Work.wait's own timeout: torch's RuntimeError, the call still pending.
+    cls, _, seconds, message = _raised(run, 0, "wait(timeout=0.5 s)")
+    assert cls in ("RuntimeError", "DistBackendError") and 0.4 <= seconds <= 5, (cls, seconds)
+    assert run.matching(0, "after wait(timeout): is_completed=False"), run.show()
+    # _abort_process_group fails the pending call at once, saying so.
+    cls, backend_error, seconds, message = _raised(run, 0, "abort")
+    print(f"abort: {cls} after {seconds:.2f} s: {message[:200]}")
+    assert backend_error and seconds < 5, (cls, seconds, message)
+    _assert_named(message, "allreduce", "abort")
 
 
 def test_a_killed_rank_fails_the_survivors_fast_naming_it():

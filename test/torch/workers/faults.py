@@ -3,7 +3,9 @@ can watch the survivors):
 
   timeout  (2 ranks) init_process_group(timeout=2 s); rank 1 skips an all_reduce, then an async
            one on a second group, then never sends what rank 0 receives on a third: rank 0
-           raises DistBackendError after about 2 s each time;
+           raises DistBackendError after about 2 s each time; then on a fourth (timeout 30 s)
+           Work.wait(timeout=0.5 s) gives up after 0.5 s, and aborting the group fails the
+           call at once;
   kill     (4 ranks) the last rank SIGKILLs itself while the others are in an all_reduce: they
            raise DistBackendError long before the timeout (30 s);
   alone    (rank 0 of 2, alone) init_process_group on a TCPStore rank 1 never joins, timeout
@@ -44,6 +46,7 @@ def timeout_case():
     rank, _ = init(timeout=2)
     second = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=2))
     third = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=2))
+    fourth = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=30))
     store = dist.distributed_c10d._get_default_store()
     dist.barrier()
     if rank == 0:
@@ -59,6 +62,16 @@ def timeout_case():
 
         attempt("async all_reduce", async_wait)
         attempt("recv", lambda: dist.recv(torch.empty(4), 1, group=third))
+        # Work.wait's own timeout ends the wait, not the call; aborting the group ends the call.
+        work = dist.all_reduce(torch.ones(8), group=fourth, async_op=True)
+        attempt("wait(timeout=0.5 s)", lambda: work.wait(timedelta(seconds=0.5)))
+        say(f"after wait(timeout): is_completed={work.is_completed()}")
+
+        def abort_then_wait():
+            dist.distributed_c10d._abort_process_group(fourth)
+            work.wait()
+
+        attempt("abort", abort_then_wait)
         store.set("rank 0 is done", "1")
     else:
         store.wait(["rank 0 is done"], timedelta(seconds=60))
