@@ -44,7 +44,7 @@ def test_the_launch_succeeded_and_compared_with_gloo(launch):
     for rank, (checks, failed, against_gloo, against_reference) in found.items():
         assert failed == 0, run.show()
         # Most results are compared with torch's gloo; the local reference only covers what
-        # gloo rejects (AVG, PREMUL_SUM, uneven all_to_all lists).
+        # gloo rejects (AVG, PREMUL_SUM, int16, uneven all_to_all lists).
         assert against_gloo > 2 * against_reference, found
         print(f"P={n} rank {rank}: {checks} checks, {against_gloo} against gloo, "
               f"{against_reference} against the local reference")

@@ -5,6 +5,7 @@ while every other rank all_reduces 4.
   a backend made directly with check=True: DistBackendError naming both calls.
 - The default group under TORCH_DISTRIBUTED_DEBUG=DETAIL (torch's wrapper, or gloo_lite's check
   behind it): some RuntimeError on every rank, well within the group's timeout (60 s).
+- The gloo_lite backend torch wraps under DETAIL, called directly: DETAIL turned its check on.
 
 The last section of a launch: the groups may be unusable afterwards."""
 
@@ -50,3 +51,18 @@ def run(ck, job):
     if ck.true("DETAIL: a mismatched all_reduce raises a RuntimeError",
                isinstance(error, RuntimeError), f"got {type(error).__name__}: {error}"):
         ck.true("DETAIL: fast", elapsed < 10, f"raised after {elapsed:.1f} s")
+
+    # Behind torch's wrapper, DETAIL also turned on gloo_lite's check in the default group:
+    # the wrapped backend, called directly, catches the mismatch itself.
+    wrapper = dist.group.WORLD._get_backend(torch.device("cpu"))
+    inner = getattr(wrapper, "wrapped_pg", None)
+    if not ck.true("DETAIL: torch wraps gloo_lite's backend",
+                   isinstance(inner, gloo_lite.torch._torch.Backend),
+                   f"the default group's backend is {type(wrapper).__name__} wrapping "
+                   f"{type(inner).__name__}"):
+        return
+    error, elapsed = _mismatched(lambda: inner.allreduce([torch.ones(count)]).wait())
+    say(f"RAISED wrapped backend {type(error).__name__} after {elapsed:.2f} s: {error}")
+    ck.true("DETAIL: the wrapped gloo_lite backend checks calls",
+            isinstance(error, dist.DistBackendError) and "mismatch" in str(error)
+            and elapsed < 10, f"got {type(error).__name__} after {elapsed:.1f} s: {error}")
