@@ -66,27 +66,55 @@ constexpr const char* kAbandoned = "abandoned";
 
 // After a rendezvous timeout: the ranks whose context count differs from ours (they created
 // more or fewer contexts on this store: a previous job on the same prefix, or a rank that
-// skipped a Context::create), as " ranks 2 (at context 3), ...", or "" when all agree.
+// skipped a Context::create), as " ranks 2 (at context 3), ...", or "" when all agree. Ranks
+// that never began a context are listed beside a disagreement, but alone they are simply
+// missing (the caller's timeout message names them): "".
 std::string generation_disagreements(Store& store, int rank, int size, uint64_t generation) {
   std::string out;
+  bool disagree = false;
   Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     std::string key = generation_key(peer);
     try {
-      if (!store.check({key}, deadline)) {
+      // A count of 0 is a rank that never began a context: catch_up()'s add(key, 0) of an
+      // absent peer creates its key at 0, so "no key" and "0" mean the same.
+      uint64_t theirs =
+          store.check({key}, deadline) ? std::stoull(to_string(store.get(key, deadline))) : 0;
+      if (theirs == 0) {
         out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
                " (no context yet)";
         continue;
       }
-      uint64_t theirs = std::stoull(to_string(store.get(key, deadline)));
       if (theirs != generation) {
+        disagree = true;
         out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
                " (at context " + std::to_string(theirs) + ")";
       }
     } catch (const std::exception&) {
       return "";  // the store cannot tell; the caller's message stands
     }
+  }
+  return disagree ? out : "";
+}
+
+// After a rendezvous timeout: "rank 3" or "ranks 1, 3", the peers whose address key is still
+// missing ("not every rank" when the store cannot tell).
+std::string missing_ranks_in(Store& store, const std::vector<std::string>& keys,
+                             const std::vector<int>& ranks) {
+  std::vector<int> missing;
+  try {
+    Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!store.check({keys[i]}, deadline)) missing.push_back(ranks[i]);
+    }
+  } catch (const std::exception&) {
+    return "not every rank";
+  }
+  if (missing.empty()) return "not every rank";
+  std::string out = missing.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < missing.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(missing[i]);
   }
   return out;
 }
@@ -234,8 +262,11 @@ std::vector<Bytes> Context::exchange_records(const std::string& record, const De
   for (;;) {
     store_->set(store_key(address_key_name(rank_)), to_bytes(record), deadline);
     std::vector<std::string> keys;
+    std::vector<int> peers;
     for (int peer = 0; peer < size_; ++peer) {
-      if (peer != rank_) keys.push_back(store_key(address_key_name(peer)));
+      if (peer == rank_) continue;
+      keys.push_back(store_key(address_key_name(peer)));
+      peers.push_back(peer);
     }
     std::vector<Bytes> values;
     try {
@@ -251,9 +282,9 @@ std::vector<Bytes> Context::exchange_records(const std::string& record, const De
                            "Context::create); start the job with a fresh GLOO_LITE_PREFIX");
       }
       throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                         ": not every rank published its address in " + store_->describe() +
-                         " before the timeout (" + e.what() +
-                         "); are all ranks started with the same store and size?");
+                         ": " + missing_ranks_in(*store_, keys, peers) + " did not publish an address in " +
+                         store_->describe() + " before the timeout (" + e.what() +
+                         "); are all ranks started, with the same store and size?");
     }
     bool abandoned = false;
     for (const Bytes& value : values) abandoned = abandoned || to_string(value) == kAbandoned;

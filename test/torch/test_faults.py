@@ -82,9 +82,6 @@ def test_a_rank_that_never_joins_fails_the_rendezvous_within_the_timeout(alone):
     _assert_named(message, "rank 1", f"TCPStore at 127.0.0.1:{port}")
 
 
-@pytest.mark.xfail(strict=True, reason="gloo_lite/context.cc: catch_up()'s store add(key, 0) "
-                   "creates an absent rank's generation key, so generation_disagreements() "
-                   "reports it 'at context 0' (a mismatch) instead of 'no context yet'")
 def test_a_rank_that_never_joins_is_reported_missing_not_mismatched(alone):
     _, (_, _, _, message) = alone
     assert "different numbers of contexts" not in message, message
