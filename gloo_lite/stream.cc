@@ -107,6 +107,11 @@ void Stream::queue_locked(const std::shared_ptr<CollectiveWork>& work) {
   changed_.notify_all();
 }
 
+bool Stream::free_for_next_locked() const {
+  return running_ == nullptr &&
+         (finishing_ == std::thread::id() || finishing_ == std::this_thread::get_id());
+}
+
 void Stream::run_next_locked(std::unique_lock<std::mutex>& lock) {
   std::shared_ptr<CollectiveWork> work = std::move(queue_.front());
   queue_.pop_front();
@@ -114,12 +119,16 @@ void Stream::run_next_locked(std::unique_lock<std::mutex>& lock) {
   run_locked(lock, work->collective(), /*inline_call=*/false,
              [&](const Turn& turn) { outcome = work->run_body(turn); });
   // The turn is back: now let go of the call's captures (the last reference to the context
-  // may go with them) and report the outcome.
+  // may go with them) and report the outcome. Until the Work's callbacks are done (they may
+  // copy results into buffers the next call reads) no other thread starts the next call.
+  finishing_ = std::this_thread::get_id();
   lock.unlock();
   work->release_body();
   work->finish(outcome);
   work.reset();
   lock.lock();
+  finishing_ = std::thread::id();
+  changed_.notify_all();
 }
 
 bool Stream::run_here_if_next(const CollectiveWork& work) {
@@ -127,7 +136,7 @@ bool Stream::run_here_if_next(const CollectiveWork& work) {
   // with it the stream's owner: keep the stream until this returns.
   std::shared_ptr<Stream> keep = shared_from_this();
   std::unique_lock<std::mutex> lock(mutex_);
-  if (stopping_ || running_ != nullptr || queue_.empty() || queue_.front().get() != &work) {
+  if (stopping_ || !free_for_next_locked() || queue_.empty() || queue_.front().get() != &work) {
     return false;
   }
   run_next_locked(lock);
@@ -161,7 +170,7 @@ void Stream::run_locked(std::unique_lock<std::mutex>& lock, const char* collecti
 void Stream::run_blocking(const char* collective, const char* algorithm, const CallBody& body) {
   std::unique_lock<std::mutex> lock(mutex_);
   check_entry(lock, collective);
-  if (running_ == nullptr && queue_.empty()) {
+  if (free_for_next_locked() && queue_.empty()) {
     run_locked(lock, collective, /*inline_call=*/true, body);
     return;
   }
@@ -191,9 +200,9 @@ void Stream::worker_loop() {
   pthread_sigmask(SIG_BLOCK, &asynchronous, nullptr);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && running_ == nullptr); });
+    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && free_for_next_locked()); });
     if (stopping_ && queue_.empty()) return;
-    if (queue_.empty() || running_ != nullptr) continue;
+    if (queue_.empty() || !free_for_next_locked()) continue;
     run_next_locked(lock);
   }
 }
@@ -214,8 +223,9 @@ void Stream::stop(const std::exception_ptr& why) {
   for (const auto& work : queued) work->cancel(why);
   bool on_worker = worker_.joinable() && worker_.get_id() == std::this_thread::get_id();
   if (!on_worker) {
+    // Also a call another thread ran (run_here_if_next) and is finishing.
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return running_ == nullptr; });
+    changed_.wait(lock, [&] { return free_for_next_locked(); });
   }
   if (worker_.joinable()) {
     // A context destroyed from its own worker (by a callback of the call it runs) cannot join.

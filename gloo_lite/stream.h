@@ -132,6 +132,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Pops the first queued work and runs it in this thread, then finishes it (mutex_ held on
   // entry and exit): the worker's step and run_here_if_next's.
   void run_next_locked(std::unique_lock<std::mutex>& lock);
+  // Whether the next call may start in this thread: nothing runs, and no other thread is
+  // still finishing the previous call (mutex_ held).
+  bool free_for_next_locked() const;
   // Whether `collective` may join the stream now; when it races a blocking call, fails the
   // context and throws (releasing `lock`).
   void check_entry(std::unique_lock<std::mutex>& lock, const char* collective);
@@ -148,6 +151,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool running_inline_ = false;  // ... run by its caller (a blocking call)
   bool raced_ = false;
   std::string race_;
+  // The thread finishing the last call (running its Work's callbacks, which may copy results
+  // into place), or none. The next call starts only after that, except in that very thread (a
+  // callback may run or wait for a later call itself).
+  std::thread::id finishing_;
   bool stopping_ = false;
   std::thread worker_;
 

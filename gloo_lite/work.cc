@@ -24,20 +24,26 @@ void run_callback(const std::function<void(std::exception_ptr)>& callback,
 }  // namespace
 
 void WorkState::finish(std::exception_ptr error) {
-  std::vector<std::function<void(std::exception_ptr)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_ || finishing_) return;
     finishing_ = true;
     error_ = error;
-    callbacks.swap(callbacks_);
   }
   // Outside the lock (a callback may look at this work or start new work), and before the
-  // work reports finished: whoever returns from wait() finds every callback done.
-  for (const auto& callback : callbacks) run_callback(callback, error);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    finished_ = true;
+  // work reports finished: whoever returns from wait() finds every callback done, also one
+  // registered while the others ran.
+  for (;;) {
+    std::vector<std::function<void(std::exception_ptr)>> callbacks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      callbacks.swap(callbacks_);
+      if (callbacks.empty()) {
+        finished_ = true;
+        break;
+      }
+    }
+    for (const auto& callback : callbacks) run_callback(callback, error);
   }
   finished_cv_.notify_all();
 }
@@ -46,8 +52,8 @@ void WorkState::on_finish(std::function<void(std::exception_ptr)> callback) {
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!finished_ && !finishing_) {
-      callbacks_.push_back(std::move(callback));
+    if (!finished_) {
+      callbacks_.push_back(std::move(callback));  // finish() runs it, also while finishing
       return;
     }
     error = error_;

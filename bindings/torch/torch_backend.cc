@@ -114,14 +114,18 @@ CollectiveOptions TorchBackend::options(std::chrono::milliseconds timeout) const
   return options;
 }
 
+c10::intrusive_ptr<TorchWork> TorchBackend::make_work(Call& call) const {
+  return c10::make_intrusive<TorchWork>(rank_, call.type, call.title, std::move(call.outputs),
+                                        std::move(call.keep), std::move(call.finish_step),
+                                        call.point_to_point);
+}
+
 c10::intrusive_ptr<::c10d::Work> TorchBackend::launch(
     Call call, const std::function<std::vector<gloo_lite::Work>()>& start) {
-  auto work = c10::make_intrusive<TorchWork>(rank_, call.type, call.title, std::move(call.outputs),
-                                             std::move(call.keep), std::move(call.finish_step),
-                                             call.point_to_point);
+  auto work = make_work(call);
   std::vector<gloo_lite::Work> calls;
   try {
-    calls = start();
+    calls = start();  // one call: it started, or nothing did
   } catch (...) {
     rethrow_as_torch();
   }
@@ -131,12 +135,27 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::launch(
 }
 
 c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_all(Call call, Starts starts) {
-  return launch(std::move(call), [&] {
-    std::vector<gloo_lite::Work> calls;
-    calls.reserve(starts.size());
+  const std::string title = call.title;
+  auto work = make_work(call);
+  std::vector<gloo_lite::Work> calls;
+  calls.reserve(starts.size());
+  try {
     for (const auto& start : starts) calls.push_back(start());
-    return calls;
-  });
+  } catch (...) {
+    if (!calls.empty()) {
+      // Some calls run already: the work keeps their buffers until they end, and since the
+      // ranks may now disagree on how many calls this group's stream has, the group fails
+      // (on every rank, with this reason) instead of going on out of step.
+      work->watch(std::move(calls));
+      context().abort(title + " failed on rank " + std::to_string(rank_) + " after " +
+                      std::to_string(work->started()) + " of its " + std::to_string(starts.size()) +
+                      " calls had started");
+    }
+    rethrow_as_torch();
+  }
+  ++sequence_;
+  work->watch(std::move(calls));
+  return work;
 }
 
 namespace {

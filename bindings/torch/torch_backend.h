@@ -24,6 +24,8 @@
 
 namespace gloo_lite::torch_backend {
 
+class TorchWork;
+
 class TorchBackend : public ::c10d::Backend {
  public:
   // Connects to the group's peers through torch's store (torch_store.h) within `timeout`,
@@ -97,7 +99,9 @@ class TorchBackend : public ::c10d::Backend {
   // returns the work that watches them.
   c10::intrusive_ptr<Work> launch(Call call,
                                   const std::function<std::vector<gloo_lite::Work>()>& start);
-  // The gloo_lite calls of one torch call, started in order by launch_all.
+  c10::intrusive_ptr<TorchWork> make_work(Call& call) const;
+  // The gloo_lite calls of one torch call, started in order by launch_all. Should one fail to
+  // start after others did, those run on (the work keeps their buffers) and the group fails.
   using Starts = std::vector<std::function<gloo_lite::Work()>>;
   c10::intrusive_ptr<Work> launch_all(Call call, Starts starts);
   // One torch call over pairs of (output, input) tensors: the single-tensor forms pass one

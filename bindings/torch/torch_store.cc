@@ -40,7 +40,11 @@ auto TorchStore::guarded(const char* what, const std::string& key, Operation&& o
 void TorchStore::wait(const std::vector<std::string>& keys, const Deadline& deadline) {
   if (keys.empty()) return;
   // A never-ending deadline waits as long as torch's store lets it.
-  const auto budget = deadline.is_never() ? store_->getTimeout() : deadline.remaining();
+  auto budget = deadline.is_never() ? store_->getTimeout() : deadline.remaining();
+  // torch's "no timeout" (0) on a never-ending deadline: a day, in steps torch can express.
+  if (deadline.is_never() && budget <= std::chrono::milliseconds(0)) {
+    budget = std::chrono::hours(24);
+  }
   if (budget <= std::chrono::milliseconds(0)) {
     if (store_->check(keys)) return;
     throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " + description_ +

@@ -204,6 +204,10 @@ Reduction reduction_of(const char* collective, const at::Tensor& tensor,
   if (bitwise && at::isFloatingType(scalar)) {
     cannot_reduce(collective, tensor, kind, "bitwise reductions need an integer tensor");
   }
+  if (reduction.premultiply && !at::isFloatingType(scalar)) {
+    cannot_reduce(collective, tensor, kind,
+                  "PREMUL_SUM multiplies by a real factor, so it needs a floating-point tensor");
+  }
   return reduction;
 }
 
@@ -224,6 +228,11 @@ void check_cpu_dense(const char* collective, const at::Tensor& tensor) {
     throw InvalidArgument(std::string(collective) + ": gloo_lite takes CPU tensors, got one on " +
                           tensor.device().str() +
                           " (use a \"cpu:gloo_lite,cuda:nccl\" backend, or move it with .cpu())");
+  }
+  if (tensor.is_conj() || tensor.is_neg()) {
+    throw InvalidArgument(std::string(collective) +
+                          ": the tensor is a lazily conjugated or negated view (its memory holds "
+                          "other values); call .resolve_conj() / .resolve_neg() first");
   }
   if (tensor.layout() != at::kStrided) {
     throw InvalidArgument(std::string(collective) +

@@ -1,8 +1,11 @@
 #include "bindings/torch/torch_work.h"
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/core/jit_type.h>
 
+#include "bindings/torch/completion_pool.h"
 #include "bindings/torch/torch_errors.h"
+#include "gloo_lite/base/log.h"
 
 namespace gloo_lite::torch_backend {
 
@@ -49,6 +52,9 @@ void TorchWork::one_finished(std::exception_ptr error) {
 void TorchWork::complete(std::exception_ptr error) {
   if (!error && finish_step_) {
     try {
+      // Copies into the caller's tensors: never recorded by autograd, whichever thread (and
+      // its grad mode) this runs on.
+      at::NoGradGuard no_grad;
       finish_step_();
     } catch (...) {
       error = std::current_exception();
@@ -57,13 +63,35 @@ void TorchWork::complete(std::exception_ptr error) {
   finish_step_ = nullptr;
   keep_.clear();
   error = to_torch(error);
-  // The future first, then the work: whoever returns from wait() finds the future complete.
-  if (error) {
-    future_->setError(error);
-  } else {
-    future_->markCompleted(c10::IValue(outputs_));
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    if (!future_requested_) {
+      // Nobody holds the future, so it has no callbacks: completing it cannot block. (A
+      // getFuture() meanwhile waits for this lock and gets a completed future.)
+      complete_future(error);
+      finish(error);
+      return;
+    }
   }
-  finish(error);
+  // Callbacks from user code may block (completion_pool.h): not on this thread, which may be
+  // the stream's worker.
+  complete_in_pool([self = c10::intrusive_ptr<TorchWork>::reclaim_copy(this), error] {
+    self->complete_future(error);
+    self->finish(error);
+  });
+}
+
+void TorchWork::complete_future(const std::exception_ptr& error) {
+  // The future first, then the work: whoever returns from wait() finds the future complete.
+  try {
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  } catch (const std::exception& e) {
+    LOG_WARN("torch", "completing a torch future failed (ignored): " << e.what());
+  }
 }
 
 bool TorchWork::isCompleted() {
@@ -75,21 +103,29 @@ bool TorchWork::isCompleted() {
 }
 
 bool TorchWork::wait(std::chrono::milliseconds timeout) {
+  // A negative timeout (torch's "unset") waits without one.
+  if (timeout < std::chrono::milliseconds(0)) timeout = kNoTimeout;
   // Waiting on gloo_lite's works first: a transfer finishes when looked at, and a collective
   // that is next on an idle stream then runs in this thread (Stream::run_here_if_next), so
   // that async_op=False calls pay no hand-off to the worker and back. Their errors arrive
   // through the callbacks, converted, and the base class's wait rethrows them.
+  const auto until = std::chrono::steady_clock::now() + timeout;
   for (const gloo_lite::Work& call : calls_) {
     try {
       if (timeout == kNoTimeout) {
         call.wait();
       } else if (point_to_point_) {
-        call.wait(timeout);
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        call.wait(std::max(left, std::chrono::milliseconds(0)));
       }
     } catch (...) {
     }
   }
-  return ::c10d::Work::wait(timeout);
+  if (timeout == kNoTimeout) return ::c10d::Work::wait(kNoTimeout);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+  return ::c10d::Work::wait(std::max(left, std::chrono::milliseconds(1)));
 }
 
 int TorchWork::sourceRank() const { return calls_.empty() ? -1 : calls_.front().source(); }
@@ -100,6 +136,8 @@ c10::intrusive_ptr<c10::ivalue::Future> TorchWork::getFuture() {
   if (point_to_point_) {
     return ::c10d::Work::getFuture();  // torch's message: not supported
   }
+  std::lock_guard<std::mutex> lock(future_mutex_);
+  future_requested_ = true;
   return future_;
 }
 

@@ -1,8 +1,10 @@
 // The c10d::Work of one torch call: one or more gloo_lite calls (non-blocking, on the
 // context's streams) and a last step that puts the results where torch wants them (copying a
-// staged or flattened output back). When the last gloo_lite call has finished, the stream's
-// worker runs that step, completes the future (getFuture: DDP's comm hooks chain on it), then
-// the work itself (wait, is_completed) -- no thread of the backend's own, no polling.
+// staged or flattened output back). When the last gloo_lite call has finished, the thread that
+// finished it (the stream's worker, or a waiter that ran it) runs that step before the stream
+// starts its next call, then completes the future and the work (wait, is_completed) -- no
+// thread of the backend's own, no polling. A future someone asked for (getFuture: DDP's comm
+// hooks chain callbacks on it, which may block) is completed from completion_pool.h instead.
 //
 // A wait() without a timeout waits on the gloo_lite calls themselves: a collective that is
 // next on an idle stream then runs in the waiting thread (async_op=False costs no hand-off).
@@ -34,6 +36,7 @@ class TorchWork : public ::c10d::Work {
 
   // Hands over the started gloo_lite calls; the work is done when all of them are.
   void watch(std::vector<gloo_lite::Work> calls);
+  size_t started() const { return calls_.size(); }
 
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
@@ -45,12 +48,15 @@ class TorchWork : public ::c10d::Work {
  private:
   void one_finished(std::exception_ptr error);
   void complete(std::exception_ptr error);
+  void complete_future(const std::exception_ptr& error);
 
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> keep_;
   std::function<void()> finish_step_;
   const bool point_to_point_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex future_mutex_;
+  bool future_requested_ = false;  // under future_mutex_: getFuture() was called
   std::vector<gloo_lite::Work> calls_;
   std::atomic<size_t> pending_{0};
   std::mutex first_error_mutex_;

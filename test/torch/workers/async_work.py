@@ -69,3 +69,29 @@ def run(ck, job):
     work = dist.barrier(async_op=True)
     ck.true("barrier Work.wait()", work.wait() is True and work.exception() is None,
             "barrier wait() failed")
+
+    # A future callback that waits for a second collective of the same group (what PowerSGD's
+    # comm hook does): the second call must run while the first one's callback blocks.
+    first = rank_input("nest1", R, (7,), torch.int64)
+    second = rank_input("nest2", R, (9,), torch.int64)
+
+    def then_reduce_again(fut):
+        return dist.all_reduce(second, async_op=True).get_future().wait()[0] + fut.value()[0].sum()
+
+    nested = dist.all_reduce(first, async_op=True).get_future().then(then_reduce_again)
+    ck.same("a future callback that waits for another all_reduce", nested.wait(),
+            _sum_of("nest2", P, (9,)) + _sum_of("nest1", P, (7,)).sum())
+
+    # Dependent calls in flight together: the second reads what the first's last step (the
+    # copy out of all_gather's list form) wrote, since a call starts only after the previous
+    # one finished. (Inputs that need staging -- views, lists -- are read when the call is
+    # made instead; docs/torch.md says so.)
+    for i in range(10):
+        x = rank_input(f"dep{i}", R, (4,), torch.int64)
+        outs = [torch.empty(4, dtype=torch.int64) for _ in range(P)]
+        w1 = dist.all_gather(outs, x, async_op=True)
+        w2 = dist.all_reduce(outs[0], async_op=True)
+        w2.wait()
+        w1.wait()
+        ck.same(f"all_reduce of all_gather's output, both in flight ({i})", outs[0],
+                rank_input(f"dep{i}", 0, (4,), torch.int64) * P)
