@@ -901,7 +901,7 @@ TEST(NonBlocking, OnFinishRunsAfterTheResultIsInPlace) {
     });
     EXPECT_TRUE(ran_here) << on(rank, "on_finish of finished work did not run in the caller");
     EXPECT_EQ(calls.load(), 1);
-    EXPECT_NE(ran_on, std::thread::id());
+    EXPECT_NE(ran_on, caller) << on(rank, "the callback of queued work ran in the starting thread");
   });
 }
 

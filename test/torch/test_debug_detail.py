@@ -10,6 +10,7 @@ SECTIONS = ["reductions", "movement", "p2p", "views", "errors", "async_work", "m
 
 def test_detail_runs_correctly_and_catches_a_mismatch():
     run = torchrun(worker("suite.py"), 2, SECTIONS, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    assert run.codes == [0], run.show()
     found = summaries(run, 2)
     bad = failures(run, 2)
     assert not bad, f"{len(bad)} failed checks under DETAIL:\n" + "\n".join(bad[:60])
