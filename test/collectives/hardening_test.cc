@@ -65,8 +65,11 @@ TEST(SameTagFromTwoThreads, FailsEveryRankInsteadOfMixingCalls) {
           while (ready.load() < 2) std::this_thread::yield();
           for (int call = 0; call < kCalls; ++call) {
             // Thread t's value on rank r; the threads' sums differ, so a call of thread 0
-            // matched with thread 1's on the other rank gives a wrong value.
-            std::vector<int64_t> data(64, (thread + 1) * 1000 + context.rank());
+            // matched with thread 1's on the other rank gives a wrong value. 2 MiB, so that a
+            // call lasts a millisecond or more: with tiny calls, a thread descheduled for a
+            // millisecond on a loaded machine let the other run dozens of calls alone on each
+            // rank, never overlapping, paired across threads (invisible to any library).
+            std::vector<int64_t> data(1 << 18, (thread + 1) * 1000 + context.rank());
             try {
               allreduce(context, data);
             } catch (const std::exception& e) {
