@@ -281,9 +281,10 @@ std::vector<Bytes> Context::exchange_records(const std::string& record, const De
                            "previous job on the same prefix, or a rank that skipped a "
                            "Context::create); start the job with a fresh GLOO_LITE_PREFIX");
       }
-      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                         ": " + missing_ranks_in(*store_, keys, peers) + " did not publish an address in " +
-                         store_->describe() + " before the timeout (" + e.what() +
+      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " +
+                         missing_ranks_in(*store_, keys, peers) +
+                         " did not publish an address in " + store_->describe() +
+                         " before the timeout (" + e.what() +
                          "); are all ranks started, with the same store and size?");
     }
     bool abandoned = false;
