@@ -30,7 +30,7 @@ void then(std::function<void()>& finish_step, std::function<void()> step) {
 
 // Copies a staged output back when it is a copy.
 void finish_staged(std::function<void()>& finish_step, const Staged& staged) {
-  if (!staged.user.is_contiguous()) then(finish_step, [staged] { staged.finish_output(); });
+  if (staged.copied) then(finish_step, [staged] { staged.finish_output(); });
 }
 
 void check_root(const char* collective, int64_t root, int size) {

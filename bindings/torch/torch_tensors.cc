@@ -266,12 +266,12 @@ void check_same_shape(const char* collective, const at::Tensor& like,
 }
 
 Staged::Staged(const at::Tensor& user)
-    : user(user), flat((user.is_contiguous() ? user : user.contiguous()).view({-1})) {}
+    : user(user),
+      copied(!user.is_contiguous()),
+      flat((copied ? user.contiguous() : user).view({-1})) {}
 
 void Staged::finish_output() const {
-  if (flat.data_ptr() != user.data_ptr() || !user.is_contiguous()) {
-    user.copy_(flat.view(user.sizes()));
-  }
+  if (copied) user.copy_(flat.view(user.sizes()));
 }
 
 at::Tensor flatten(const std::vector<at::Tensor>& tensors) {

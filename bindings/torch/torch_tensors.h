@@ -55,11 +55,13 @@ void check_same_shape(const char* collective, const at::Tensor& like,
                       const std::vector<at::Tensor>& tensors, const char* what);
 
 // A tensor as gloo_lite can use it: the tensor itself when contiguous, else a contiguous copy
-// that finish() copies back (for outputs). `flat` is the 1-D view of that memory.
+// that finish_output() copies back (for outputs). `flat` is the 1-D view of that memory.
 struct Staged {
   explicit Staged(const at::Tensor& user);
+  // Copies the result back into `user` when `flat` is a copy.
   void finish_output() const;
   at::Tensor user;
+  bool copied;  // `flat` is a contiguous copy of `user`, not `user` itself
   at::Tensor flat;
 };
 
