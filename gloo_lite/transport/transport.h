@@ -90,7 +90,9 @@ class Mesh {
   // Connects to every peer (addresses indexed by rank; the own entry is ignored). Peers that
   // present a different context id, protocol or rank are rejected and logged; the connect
   // completes once every genuine peer is connected, or throws at the deadline naming the ranks
-  // that never arrived.
+  // that never arrived. An empty address means that this mesh does not serve that peer (a
+  // context whose pairs use different transports gives each mesh only its own peers): no
+  // connection is made to it, and a send or receive naming it fails with InvalidArgument.
   virtual void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                        const Deadline& deadline) = 0;
 
@@ -146,6 +148,15 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;
   virtual std::unique_ptr<Mesh> create_mesh(int rank, int size, const MeshOptions& options) = 0;
+  // Whether a mesh of this device can connect to the peer whose mesh (of the same transport)
+  // published `peer_address`: the per-pair test of the transport table, evaluated by both ends
+  // on the same two addresses (NCCL's canConnect). Shared memory: the same host and /dev/shm;
+  // a network transport: true.
+  virtual bool can_connect(const std::string& my_address, const std::string& peer_address) const {
+    (void)my_address;
+    (void)peer_address;
+    return true;
+  }
 };
 
 }  // namespace gloo_lite::transport
