@@ -61,6 +61,10 @@ def parse_args(argv):
     ap.add_argument("--gloo-lite-algos", default="auto",
                     help="gloo_lite -A values, comma list; the first is the one compared "
                          "(default auto; e.g. auto,ring,halving_doubling to check auto too)")
+    ap.add_argument("--gl-transports", default="tcp",
+                    help="also run gloo_lite's first algorithm with GLOO_LITE_TRANSPORT forced to "
+                         "each of these, as variants ALGO@T, e.g. auto@tcp (default tcp; '' for "
+                         "none). The plain variants use the transports gloo_lite picks itself")
     ap.add_argument("--gloo-algos", help="override the Gloo algorithms: coll:algo,... ")
     ap.add_argument("--mpi-variants", default="ob1_tcp,ob1_vader",
                     help="Open MPI variants (default ob1_tcp,ob1_vader)")
@@ -105,6 +109,8 @@ def parse_args(argv):
             ap.error("unknown collective %s (have %s)" % (c, ", ".join(model.COLLECTIVES)))
     a.lib_list = [x.strip() for x in a.libs.split(",") if x.strip()]
     a.gl_algos = [x for x in a.gloo_lite_algos.split(",") if x]
+    a.gl_forced = [a.gl_algos[0] + "@" + t for t in a.gl_transports.split(",") if t] \
+        if a.gl_algos else []
     a.mpi_list = [x for x in a.mpi_variants.replace(" ", ",").split(",") if x]
     for v in a.mpi_list:
         if v not in runner.MPI_VARIANT_OPTS:
@@ -123,7 +129,7 @@ def parse_args(argv):
 def variants_for(cfg, coll):
     out = []
     if "gloo_lite" in cfg.lib_list:
-        out += [("gloo_lite", v) for v in cfg.gl_algos]
+        out += [("gloo_lite", v) for v in cfg.gl_algos + getattr(cfg, "gl_forced", [])]
     if "gloo" in cfg.lib_list:
         out += [("gloo", v) for v in cfg.gloo_map.get(coll, ())]
     if "mpi" in cfg.lib_list or "openmpi" in cfg.lib_list:

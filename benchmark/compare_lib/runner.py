@@ -291,11 +291,27 @@ class Runner:
             return max(1, (max(size, 4) // 4) // P) * P * 4
         return max(size, 4)
 
+    @staticmethod
+    def split_variant(variant):
+        """'auto@tcp' -> ('auto', 'tcp'): the algorithm and a forced GLOO_LITE_TRANSPORT; a
+        plain 'auto' runs on the transports gloo_lite chooses itself (shared memory on one host)."""
+        algo, _, transport = variant.partition("@")
+        return algo, transport or None
+
+    def gloo_lite_env(self, variant):
+        transport = self.split_variant(variant)[1]
+        env = dict(os.environ)
+        env.pop("GLOO_LITE_TRANSPORT", None)
+        if transport:
+            env["GLOO_LITE_TRANSPORT"] = transport
+        return env
+
     def gloo_lite_cmd(self, variant, coll, P, size, json_path, rss_dir=None):
         s = str(self.gl_bytes(coll, P, size))
         warm = 20 if size < (1 << 20) else 3 if size < (16 << 20) else 2
         bench = [self.gl_bench, "--collective", coll, "-b", s, "-e", s, "-f", "2",
-                 "-w", str(warm), "-c", "1", "-A", variant, "--json", json_path]
+                 "-w", str(warm), "-c", "1", "-A", self.split_variant(variant)[0],
+                 "--json", json_path]
         if self.gl_auto_iters and self.cfg.gl_iters == "auto":
             bench += ["--size-time", "%g" % self.cfg.min_time]
         else:
@@ -312,7 +328,8 @@ class Runner:
         os.close(fd)
         cmd = self.gloo_lite_cmd(variant, coll, P, size, json_path, rss_dir)
         with Meter() as m:
-            rc, out, err = _run(cmd, self.cfg.timeout, cwd=self.scratch)
+            rc, out, err = _run(cmd, self.cfg.timeout, cwd=self.scratch,
+                                env=self.gloo_lite_env(variant))
         recs = []
         if rc == 0:
             try:

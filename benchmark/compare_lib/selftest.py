@@ -197,12 +197,34 @@ class Targets(unittest.TestCase):
 
     def test_summary(self):
         s = report.summarize(self.rows)
-        # checks: ar16 x2 met, ag1M x2 missed, ar8 gloo met + mpi missed, barrier gloo met + mpi ?
-        self.assertEqual((s["met"], s["missed"], s["unknown"]), (4, 3, 1))
+        # checks: ar16 x2 met + shm missed (0.5x), ag1M x2 missed, ar8 gloo met + mpi missed,
+        # barrier gloo met + mpi ?
+        self.assertEqual((s["met"], s["missed"], s["unknown"]), (4, 4, 1))
         text = report.render_summary(s)
-        self.assertIn("4 met, 3 missed, 1 not measured", text)
+        self.assertIn("4 met, 4 missed, 1 not measured", text)
+        self.assertIn("vs Open MPI shm", text)
         self.assertIn("busbw would have to rise 25%", text)
         self.assertIn("time would have to fall 20%", text)
+
+    def test_forced_tcp_variant(self):
+        # auto@tcp: its own column, the one compared with Open MPI TCP, never an "explicit
+        # algorithm" for the auto check; auto (shared memory) is compared with vader.
+        M = 1 << 20
+        rs = sample_records() + [rec("gloo_lite", "auto@tcp", "allreduce", 4, 16 * M, 22000.0),
+                                 rec("gloo_lite", "auto@tcp", "allreduce", 4, 8, 64.0)]
+        rows = report.build_rows(model.best_of_passes(rs))
+        by = {(r["coll"], r["size"]): r for r in rows}
+        big, small = by[("allreduce", 16 * M)], by[("allreduce", 8)]
+        self.assertAlmostEqual(big["ratio_mpi"], 0.5)  # 11000 / 22000 in busbw
+        self.assertFalse(big["check_mpi"]["met"])
+        self.assertAlmostEqual(big["ratio_shm"], 0.5)  # auto 10000 us vs vader 5000 us
+        self.assertFalse(big["check_shm"]["met"])
+        self.assertNotIn("auto_vs_best", big)
+        self.assertAlmostEqual(small["ratio_mpi"], 0.8)  # 64 / 80 us
+        self.assertTrue(small["check_mpi"]["met"])
+        self.assertIn("22000", report.render_text(rows))
+        self.assertEqual(runner.Runner.split_variant("auto@tcp"), ("auto", "tcp"))
+        self.assertEqual(runner.Runner.split_variant("ring"), ("ring", None))
 
     def test_auto_vs_explicit(self):
         rs = sample_records() + [rec("gloo_lite", "ring", "allreduce", 4, 16 << 20, 8000.0)]
@@ -234,7 +256,7 @@ class Targets(unittest.TestCase):
         md = report.render_markdown(self.rows)
         self.assertEqual(md.count("\n"), len(self.rows) + 1)
         self.assertTrue(md.startswith("| collective |"))
-        self.assertIn("Targets (issue 4)", report.render_legend())
+        self.assertIn("Targets (issues 4, 12)", report.render_legend())
 
     def test_near_miss_shows_three_decimals(self):
         rs = [rec("gloo_lite", "auto", "allreduce", 2, 8, 30.6),
