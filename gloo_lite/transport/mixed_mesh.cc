@@ -140,14 +140,14 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
     if (unserved_pairs > 8) unserved += " and " + std::to_string(unserved_pairs - 8) + " more";
     if (forced_) {
       const std::string& name = subs_.front()->transport.name;
-      throw InvalidArgument("GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
-                            std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " +
-                            name + (name == "shm" ? " (shared memory connects ranks of one host only)" : "") +
-                            "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
-                            "transport that reaches every rank (tcp)");
+      throw InvalidArgument(
+          "GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
+          std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " + name +
+          (name == "shm" ? " (shared memory connects ranks of one host only)" : "") +
+          "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
+          "transport that reaches every rank (tcp)");
     }
-    throw InvalidArgument("rank " + std::to_string(rank_) + ": no transport can serve " +
-                          unserved +
+    throw InvalidArgument("rank " + std::to_string(rank_) + ": no transport can serve " + unserved +
                           " (each pair needs a transport both ranks offer whose can_connect "
                           "accepts them); do all ranks run the same gloo_lite build?");
   }
@@ -213,10 +213,12 @@ void MixedMesh::track(Sub& sub, const RequestPtr& inner) {
   if (sub.transport.progresses_alone) return;
   std::lock_guard<std::mutex> lock(sub.outstanding_mutex);
   // Amortized pruning of requests their owners dropped.
-  if (sub.outstanding.size() >= 64 && (sub.outstanding.size() & (sub.outstanding.size() - 1)) == 0) {
-    sub.outstanding.erase(std::remove_if(sub.outstanding.begin(), sub.outstanding.end(),
-                                         [](const std::weak_ptr<Request>& r) { return r.expired(); }),
-                          sub.outstanding.end());
+  if (sub.outstanding.size() >= 64 &&
+      (sub.outstanding.size() & (sub.outstanding.size() - 1)) == 0) {
+    sub.outstanding.erase(
+        std::remove_if(sub.outstanding.begin(), sub.outstanding.end(),
+                       [](const std::weak_ptr<Request>& r) { return r.expired(); }),
+        sub.outstanding.end());
   }
   sub.outstanding.push_back(inner);
 }
@@ -345,14 +347,18 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
     }
   }
   // Rule 4: nothing stays in flight when one group throws.
+  auto cancel_all = [&] {
+    for (size_t index : order) {
+      for (const auto& request : groups[index]) subs_[index]->mesh->cancel(request);
+    }
+  };
+  // A look at one group that never times out: the deadline is this loop's, below, so that a
+  // timeout names the late peers of every group at once.
   auto look = [&](size_t index, const Deadline& slice) {
     try {
-      return subs_[index]->mesh->wait_until(groups[index], deadline, slice);
+      return subs_[index]->mesh->wait_until(groups[index], Deadline::never(), slice);
     } catch (...) {
-      for (size_t other : order) {
-        if (other == index) continue;
-        for (const auto& request : groups[other]) subs_[other]->mesh->cancel(request);
-      }
+      cancel_all();
       throw;
     }
   };
@@ -360,6 +366,23 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
   std::vector<bool> done(n, false);
   while (true) {
     relay_failures();  // rule 3
+    if (deadline.expired()) {
+      // Each late group's own TimeoutError names its peers and cancels its requests.
+      std::string late;
+      for (size_t index : order) {
+        if (done[index]) continue;
+        try {
+          subs_[index]->mesh->wait_until(groups[index], deadline, deadline);
+        } catch (const TimeoutError& e) {
+          late += (late.empty() ? "" : " | ") + subs_[index]->transport.name + ": " + e.what();
+        } catch (...) {
+          cancel_all();
+          throw;
+        }
+      }
+      if (late.empty()) return true;  // they completed meanwhile
+      throw TimeoutError(late);
+    }
     std::vector<size_t> pending;
     for (size_t index : order) {
       if (done[index]) continue;
@@ -370,20 +393,7 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
       }
     }
     if (pending.empty()) return true;
-    if (bound.expired()) {
-      if (!deadline.expired()) return false;  // `until` came first
-      // Each late group's own TimeoutError names its peers; together they name them all.
-      std::string late;
-      for (size_t index : pending) {
-        try {
-          look(index, deadline);
-        } catch (const TimeoutError& e) {
-          late += (late.empty() ? "" : " | ") + subs_[index]->transport.name + ": " + e.what();
-        }
-      }
-      if (late.empty()) continue;  // they completed meanwhile
-      throw TimeoutError(late);
-    }
+    if (bound.expired() && !deadline.expired()) return false;  // `until` came first
     bool outstanding = progress_outstanding(waiting);
     auto slice = Deadline::after(outstanding ? kProgressSlice : kFailureSlice);
     if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;
