@@ -218,10 +218,9 @@ std::shared_ptr<transport::Device> create_device_from_env() {
   }
   if (available.empty()) {
     if (forced != "auto") {
-      throw InvalidArgument("GLOO_LITE_TRANSPORT='" + forced +
-                            "' is not available; available transports: " + built +
-                            (forced == "ibverbs" ? " (ibverbs needs libibverbs-dev at build time)"
-                                                 : ""));
+      throw InvalidArgument(
+          "GLOO_LITE_TRANSPORT='" + forced + "' is not available; available transports: " + built +
+          (forced == "ibverbs" ? " (ibverbs needs libibverbs-dev at build time)" : ""));
     }
     throw InvalidArgument("no transport can run on this host (tried " + skipped +
                           "); GLOO_LITE_LOG=debug says why");

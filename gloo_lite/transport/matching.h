@@ -177,7 +177,7 @@ class MatchingMesh : public Mesh {
 
   const char* log_subsystem_;
   std::vector<bool> served_;  // by rank; empty: every peer (before connect)
-  uint32_t last_id_ = 0;  // ids fit 32 bits: verbs carries a recv id as immediate data
+  uint32_t last_id_ = 0;      // ids fit 32 bits: verbs carries a recv id as immediate data
   std::unordered_map<uint64_t, std::list<OpPtr>> posted_;  // receives by tag, posting order
   std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;  // by tag
   size_t unexpected_bytes_ = 0;
