@@ -205,10 +205,13 @@ std::shared_ptr<transport::Device> create_device_from_env() {
     std::shared_ptr<transport::Device> device = entry.create(&why_not);
     if (!device) {
       if (forced != "auto") {
-        throw InvalidArgument("GLOO_LITE_TRANSPORT=" + forced + ", but " + forced +
-                              " cannot run on this host: " + why_not +
-                              "; unset GLOO_LITE_TRANSPORT to use what is available (" + built +
-                              " in this build)");
+        // The transport's own reason is written for this case when it names the knob.
+        std::string prefix =
+            why_not.find("GLOO_LITE_TRANSPORT") == std::string::npos
+                ? "GLOO_LITE_TRANSPORT=" + forced + ", but " + forced + " cannot run on this host: "
+                : "";
+        throw InvalidArgument(prefix + why_not + " (built: " + built +
+                              "; unset GLOO_LITE_TRANSPORT to let each pair choose)");
       }
       LOG_DEBUG("context", "transport " << entry.name << " skipped: " << why_not);
       skipped += std::string(skipped.empty() ? "" : ", ") + entry.name;
