@@ -120,12 +120,15 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
   for (int p = 0; p < size_; ++p) {
     lists[p] = p == rank_ ? decode_addresses(address(), p) : decode_addresses(addresses[p], p);
   }
-  // Every pair, not only this rank's: a pair that nothing serves fails every rank alike.
+  // With a forced transport, every pair, not only this rank's: a pair it cannot serve then
+  // fails every rank alike (O(P^2) can_connect calls, only then). The table always ends with
+  // TCP, which serves any pair, so otherwise this rank's own pairs are enough.
   sub_of_peer_.assign(size_, -1);
   std::string unserved;
   int unserved_pairs = 0;
   for (int a = 0; a < size_; ++a) {
     for (int b = a + 1; b < size_; ++b) {
+      if (!forced_ && a != rank_ && b != rank_) continue;
       int chosen = choose(lists[a], lists[b]);
       if (a == rank_) sub_of_peer_[b] = chosen;
       if (b == rank_) sub_of_peer_[a] = chosen;

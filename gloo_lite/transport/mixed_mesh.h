@@ -3,11 +3,11 @@
 // gone.
 //
 // Choice per pair. For peers a < b, the transport is the first one in a's address list (its
-// priority order) that b's list offers too and whose can_connect(mine, theirs) holds. Both ends
-// see the same two lists, so both pick the same transport; every rank also checks every other
-// pair with the same rule, so that a pair no transport can serve (GLOO_LITE_TRANSPORT=shm
-// across hosts) fails connect() on every rank at once, naming the ranks, instead of leaving
-// the others to time out.
+// priority order) that b's list offers too and whose can_connect(a's, b's) holds. Both ends
+// see the same two lists, so both pick the same transport. With a forced transport every rank
+// also checks every other pair with the same rule, so that a pair it cannot serve
+// (GLOO_LITE_TRANSPORT=shm across hosts) fails connect() on every rank at once, naming the
+// ranks, instead of leaving the others to time out.
 //
 // One transport for every peer (the usual case: one host, or GLOO_LITE_TRANSPORT): the mesh
 // delegates everything to that sub-mesh, requests and memory included, at the cost of one
