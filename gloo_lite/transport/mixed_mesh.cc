@@ -156,7 +156,10 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
   }
   // Each sub-mesh connects only its own peers, in table order on every rank (a rank waits in
   // the k-th connect only for peers that reach it after finishing the same earlier ones).
-  std::vector<std::unique_ptr<Sub>> kept;
+  // Sub-meshes move to `kept` only once all connected: a connect that throws leaves the mesh
+  // as it was (every sub-mesh, the first standing for it).
+  std::vector<int> new_index(subs_.size(), -1);
+  int serving = 0;
   for (size_t i = 0; i < subs_.size(); ++i) {
     std::vector<std::string> own(size_);
     bool serves = false;
@@ -170,10 +173,14 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
     }
     if (!serves) continue;  // dropped: it serves nobody
     subs_[i]->mesh->connect(own, context_id, deadline);
-    for (int p = 0; p < size_; ++p) {
-      if (sub_of_peer_[p] == static_cast<int>(i)) sub_of_peer_[p] = static_cast<int>(kept.size());
-    }
-    kept.push_back(std::move(subs_[i]));
+    new_index[i] = serving++;
+  }
+  std::vector<std::unique_ptr<Sub>> kept;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    if (new_index[i] >= 0) kept.push_back(std::move(subs_[i]));
+  }
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_) sub_of_peer_[p] = new_index[sub_of_peer_[p]];
   }
   subs_ = std::move(kept);
   single_ = subs_.size() == 1 ? subs_.front()->mesh.get() : nullptr;
