@@ -99,6 +99,65 @@ std::vector<ProcessResult> run_mixed(
       timeout);
 }
 
+// The contract's empty address, on TCP alone: ranks 0 and 2 are not connected (another
+// transport would serve them); every call naming the absent pair fails with InvalidArgument,
+// the other pairs work, and abort and close pass the absent pair by.
+TEST(MixedTransport, TcpMeshServesOnlyPeersWithAnAddress) {
+  TempDir directory;
+  expect_all_ok(run_processes(
+      3,
+      [&](int rank) {
+        auto store = make_file_store(directory.path());
+        auto device = loopback_tcp();  // outlives its mesh
+        auto mesh = device->create_mesh(rank, 3, {});
+        auto deadline = Deadline::after(std::chrono::seconds(20));
+        store->set("addr" + std::to_string(rank), to_bytes(mesh->address()), deadline);
+        std::vector<std::string> addresses(3);
+        for (int p = 0; p < 3; ++p)
+          addresses[p] = to_string(store->get("addr" + std::to_string(p), deadline));
+        const int absent = rank == 0 ? 2 : rank == 2 ? 0 : -1;
+        if (absent >= 0) addresses[absent] = "";
+        mesh->connect(addresses, 77, deadline);
+        int value = 0;
+        auto memory = mesh->register_memory(&value, sizeof(value));
+        if (absent >= 0) {
+          EXPECT_EQ(mesh->transport_of(absent), "");
+          EXPECT_EQ(mesh->transport_of(1), "tcp");
+          EXPECT_EQ(mesh->describe_peer(absent), "rank " + std::to_string(absent));
+          try {
+            mesh->send(absent, 1, *memory, 0, sizeof(value));
+            ADD_FAILURE() << "a send to a peer without an address was posted";
+          } catch (const InvalidArgument& e) {
+            EXPECT_TRUE(contains(e.what(), "is not served")) << e.what();
+          }
+          EXPECT_THROW(mesh->recv(std::vector<int>{1, absent}, 1, *memory, 0, sizeof(value)),
+                       InvalidArgument);
+          value = rank + 10;
+          mesh->wait({mesh->send(1, 1, *memory, 0, sizeof(value))}, deadline);
+          mesh->wait({mesh->recv(1, 2, *memory, 0, sizeof(value))}, deadline);
+          EXPECT_EQ(value, 99);
+          // Rank 1 aborts: the failure reaches this rank through its one pair.
+          try {
+            mesh->wait({mesh->recv(1, 3, *memory, 0, sizeof(value))}, deadline);
+            ADD_FAILURE() << "receive completed although rank 1 aborted";
+          } catch (const ConnectionError& e) {
+            EXPECT_TRUE(contains(e.what(), "giving up")) << e.what();
+          }
+        } else {
+          for (int peer : {0, 2}) {
+            mesh->wait({mesh->recv(peer, 1, *memory, 0, sizeof(value))}, deadline);
+            EXPECT_EQ(value, peer + 10);
+          }
+          value = 99;
+          mesh->wait({mesh->send(0, 2, *memory, 0, sizeof(value)),
+                      mesh->send(2, 2, *memory, 0, sizeof(value))},
+                     deadline);
+          mesh->abort("rank 1 is giving up");
+        }
+      },
+      std::chrono::seconds(60)));
+}
+
 TEST(MixedTransport, EveryPairUsesTheTransportBothEndsChose) {
   constexpr int kRanks = 5;
   expect_all_ok(run_mixed(kRanks, [](Context& context) {
