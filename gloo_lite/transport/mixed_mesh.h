@@ -37,7 +37,8 @@
 //     (and in Request::test) the mesh reads each sub-mesh's failure and aborts the healthy
 //     ones with the same reason and kind, as a TCP mesh fails every pair when one breaks.
 //  4. A failure or a timeout in one group cancels the pending requests of the others before
-//     it propagates (no buffer stays in use); a timeout names the late peers of every group.
+//     it propagates (no buffer stays in use). The deadline is this loop's (the groups' own
+//     waits get none), so that a timeout names the late peers of every group at once.
 #pragma once
 
 #include <memory>
