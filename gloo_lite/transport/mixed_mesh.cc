@@ -46,7 +46,12 @@ class MixedMesh::MixedRequest : public Request {
   MixedRequest(MixedMesh* mesh, int sub, RequestPtr inner)
       : mesh_(mesh), sub_(sub), inner_(std::move(inner)) {}
   bool test() override {
-    if (inner_->test()) return true;
+    try {
+      if (inner_->test()) return true;
+    } catch (...) {
+      mesh_->relay_failures();  // this sub-mesh's failure reaches the others' peers
+      throw;
+    }
     mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
     return inner_->test();
   }
@@ -369,6 +374,10 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
       return subs_[index]->mesh->wait_until(groups[index], Deadline::never(), slice);
     } catch (...) {
       cancel_all();
+      // A failure of this sub-mesh (a collective mismatch it found, a lost peer) must reach
+      // the peers of the others now: the caller fails without telling peers what a transport
+      // already told its own.
+      relay_failures();
       throw;
     }
   };

@@ -311,6 +311,39 @@ TEST(MixedTransport, TimeoutNamesLatePeersOfEveryTransport) {
   }));
 }
 
+// Rank 0 finds a call mismatch on its TCP pair with rank 1; rank 2, served by near, waits on
+// rank 0 and must learn it promptly as a MismatchError, although no near pair saw anything.
+TEST(MixedTransport, MismatchFoundOnOneTransportReachesPeersOfTheOther) {
+  expect_all_ok(run_mixed(3, [](Context& context) {
+    auto& mesh = context.mesh();
+    int value = 0;
+    auto memory = mesh.register_memory(&value, sizeof(value));
+    const uint64_t tag = 1234;
+    if (context.rank() == 1) {
+      mesh.wait({mesh.send(0, tag, *memory, 0, sizeof(value), /*fingerprint=*/0x1111)},
+                context.deadline());
+      sleep(2);  // stay alive: rank 2 must learn from rank 0, not from a closed socket
+      return;
+    }
+    if (context.rank() == 0) {
+      EXPECT_THROW(
+          mesh.wait({mesh.recv(1, tag, *memory, 0, sizeof(value), 0x2222)}, context.deadline()),
+          MismatchError);
+      sleep(2);
+      return;
+    }
+    auto start = Clock::now();
+    try {
+      mesh.wait({mesh.recv(0, tag + 1, *memory, 0, sizeof(value))},
+                Deadline::after(std::chrono::seconds(10)));
+      ADD_FAILURE() << "receive completed although nobody sent";
+    } catch (const MismatchError& e) {
+      EXPECT_TRUE(contains(e.what(), "collective mismatch")) << e.what();
+    }
+    EXPECT_LT(elapsed_ms(start), 2000);
+  }));
+}
+
 // A survivor waits on a live peer of one transport while the victim, served by the other
 // transport, dies: the failure must cross sub-meshes and end the wait within 2 s naming it.
 TEST(MixedTransport, KilledRankFailsEverySurvivorPromptly) {
