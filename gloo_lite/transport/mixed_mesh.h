@@ -33,9 +33,10 @@
 //     and the slice is then short (kProgressSlice), so that such a peer is never stalled for
 //     longer than that. Without such requests the slice is long (kFailureSlice): completions
 //     still end the sleep at once; only the look at other groups waits for it.
-//  3. A failure of one sub-mesh (a lost peer, an abort) reaches the others: after every slice
-//     (and in Request::test) the mesh reads each sub-mesh's failure and aborts the healthy
-//     ones with the same reason and kind, as a TCP mesh fails every pair when one breaks.
+//  3. A failure of one sub-mesh (a lost peer, an abort, a call mismatch) reaches the others:
+//     when it ends a wait or a Request::test, and after every slice, the mesh reads each
+//     sub-mesh's failure and aborts the healthy ones with the same reason and kind (their
+//     peers learn it too), as a TCP mesh fails every pair when one breaks.
 //  4. A failure or a timeout in one group cancels the pending requests of the others before
 //     it propagates (no buffer stays in use). The deadline is this loop's (the groups' own
 //     waits get none), so that a timeout names the late peers of every group at once.
