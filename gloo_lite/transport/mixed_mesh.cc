@@ -413,6 +413,20 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
     }
     if (pending.empty()) return true;
     if (bound.expired() && !deadline.expired()) return false;  // `until` came first
+    // The groups this thread will not sleep in: a test of their first pending request hands
+    // what their waits left behind back to their own progress engine at once (TCP's parked
+    // sockets would otherwise wait up to 2 ms for its event loop to take them back).
+    for (size_t i = 1; i < pending.size(); ++i) {
+      try {
+        for (const auto& request : groups[pending[i]]) {
+          if (!request->test()) break;
+        }
+      } catch (...) {
+        cancel_all();
+        relay_failures();
+        throw;
+      }
+    }
     bool outstanding = progress_outstanding(waiting);
     auto slice = Deadline::after(outstanding ? kProgressSlice : kFailureSlice);
     if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;
