@@ -11,12 +11,10 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/knobs.h"
+#include "gloo_lite/transport/mixed_device.h"
+#include "gloo_lite/transport/table.h"
 #include "rendezvous/store_url.h"
 #include "rendezvous/stores.h"
-#include "transport_tcp/tcp_device.h"
-#ifdef GLOO_LITE_HAVE_IBVERBS
-#include "transport_ibverbs/ib_device.h"
-#endif
 
 namespace gloo_lite {
 namespace {
@@ -195,29 +193,42 @@ LaunchInfo read_launch_info() {
 }
 
 std::shared_ptr<transport::Device> create_device_from_env() {
-  std::string transport = knob_string("GLOO_LITE_TRANSPORT");
-  if (transport == "ibverbs") {
-#ifdef GLOO_LITE_HAVE_IBVERBS
-    return ibverbs::create_device(ibverbs::options_from_env());
-#else
-    throw InvalidArgument(
-        "GLOO_LITE_TRANSPORT=ibverbs, but this gloo_lite was built without libibverbs "
-        "(install libibverbs-dev and rebuild); available transports: tcp");
-#endif
+  const std::string forced = knob_string("GLOO_LITE_TRANSPORT");
+  const auto& table = transport::builtin_transports();
+  std::string built;
+  for (const auto& entry : table) built += (built.empty() ? "" : ", ") + std::string(entry.name);
+  std::vector<transport::SubDevice> available;
+  std::string skipped;
+  for (const auto& entry : table) {
+    if (forced != "auto" && forced != entry.name) continue;
+    std::string why_not;
+    std::shared_ptr<transport::Device> device = entry.create(&why_not);
+    if (!device) {
+      if (forced != "auto") {
+        // The transport's own reason is written for this case when it names the knob.
+        std::string prefix =
+            why_not.find("GLOO_LITE_TRANSPORT") == std::string::npos
+                ? "GLOO_LITE_TRANSPORT=" + forced + ", but " + forced + " cannot run on this host: "
+                : "";
+        throw InvalidArgument(prefix + why_not + " (built: " + built +
+                              "; unset GLOO_LITE_TRANSPORT to let each pair choose)");
+      }
+      LOG_DEBUG("context", "transport " << entry.name << " skipped: " << why_not);
+      skipped += std::string(skipped.empty() ? "" : ", ") + entry.name;
+      continue;
+    }
+    available.push_back({entry.name, std::move(device), entry.progresses_alone});
   }
-  if (transport != "tcp") {
-#ifdef GLOO_LITE_HAVE_IBVERBS
-    const char* available = "tcp, ibverbs";
-#else
-    const char* available = "tcp";
-#endif
-    throw InvalidArgument("GLOO_LITE_TRANSPORT='" + transport +
-                          "' is not available; available transports: " + available);
+  if (available.empty()) {
+    if (forced != "auto") {
+      throw InvalidArgument(
+          "GLOO_LITE_TRANSPORT='" + forced + "' is not available; available transports: " + built +
+          (forced == "ibverbs" ? " (ibverbs needs libibverbs-dev at build time)" : ""));
+    }
+    throw InvalidArgument("no transport can run on this host (tried " + skipped +
+                          "); GLOO_LITE_LOG=debug says why");
   }
-  tcp::DeviceOptions options;
-  options.hostname = knob_string("GLOO_LITE_HOSTNAME");
-  options.ifname_spec = knob_string("GLOO_LITE_IFNAME");
-  return tcp::create_device(options);
+  return transport::create_mixed_device(std::move(available), forced != "auto");
 }
 
 std::shared_ptr<Context> init_from_env(ContextOptions options) {

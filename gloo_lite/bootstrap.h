@@ -31,8 +31,11 @@ struct LaunchInfo {
 // Throws InvalidArgument saying what is missing or malformed and how to set it.
 LaunchInfo read_launch_info();
 
-// Creates the TCP (or GLOO_LITE_TRANSPORT) device for this host, honouring GLOO_LITE_IFNAME and
-// GLOO_LITE_HOSTNAME.
+// Creates the device of this host from the transport table (gloo_lite/transport/table.h):
+// every built-in transport that can run here, chosen per pair of ranks at connect (shared
+// memory, ibverbs, TCP, in that order). GLOO_LITE_TRANSPORT=tcp|ibverbs|shm forces one for
+// every pair (connect then fails, naming the ranks, when it cannot serve some pair); auto (the
+// default) lets each pair choose. GLOO_LITE_IFNAME and GLOO_LITE_HOSTNAME apply as before.
 std::shared_ptr<transport::Device> create_device_from_env();
 
 // read_launch_info + open_store (scoped by GLOO_LITE_PREFIX) + device + Context::create, all

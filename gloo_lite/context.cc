@@ -336,6 +336,11 @@ void Context::connect() {
       std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus;
   try {
     connect_to_peers(record, deadline);
+  } catch (const InvalidArgument&) {
+    // A configuration error every rank derives from the same records (a forced transport that
+    // cannot serve some pair): no tombstone, so that a rank reading the records later fails
+    // with the same error instead of waiting for its deadline in the next generation.
+    throw;
   } catch (...) {
     // Leave a tombstone, so that a rank that comes later does not take this attempt's address
     // for a live one but moves on to the next generation, where this rank will retry.

@@ -66,10 +66,19 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
                           std::to_string(size_) + " ranks");
   }
   context_id_ = context_id;
+  // An empty address: another transport serves that peer (transport.h). Its queue pair goes
+  // now, and the side channel skips it too.
+  set_served(addresses);
   std::vector<std::string> control_addresses(size_);
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) {
       control_addresses[p] = control_->address();
+      continue;
+    }
+    if (!served(p)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (peers_[p] && peers_[p]->qp) ibv_destroy_qp(peers_[p]->qp);
+      peers_[p].reset();
       continue;
     }
     std::vector<std::string> fields = split(addresses[p], '|');
@@ -147,7 +156,9 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
                                       static_cast<size_t>(size_ + peer->rank), 1);
     }
   }
-  LOG_DEBUG("ibverbs", "rank " << rank_ << " connected " << size_ - 1 << " queue pairs");
+  int connected = 0;
+  for (auto& peer : peers_) connected += peer ? 1 : 0;
+  LOG_DEBUG("ibverbs", "rank " << rank_ << " connected " << connected << " queue pairs");
 }
 
 void IbMesh::check_lifelines() {

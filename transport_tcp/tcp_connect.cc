@@ -47,10 +47,14 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     throw InvalidArgument("connect: " + std::to_string(addresses.size()) +
                           " addresses for a context of " + std::to_string(size_) + " ranks");
   }
+  // An empty address: another transport serves that peer; it gets no pair (transport.h).
+  set_served(addresses);
+  int missing = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
+    if (peer == rank_ || !served(peer)) continue;
     pairs_[peer] = std::make_unique<Pair>(this, peer);
     pairs_[peer]->address_ = addresses[peer];
+    ++missing;
   }
   auto hello_for = [&](int peer, uint16_t kind) {
     wire::Hello hello;
@@ -66,6 +70,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
 
   std::vector<PendingConnection> pending;
   for (int peer = 0; peer < rank_; ++peer) {
+    if (!pairs_[peer]) continue;
     PendingConnection connection;
     std::string what =
         "rank " + std::to_string(rank_) + " connecting to rank " + std::to_string(peer);
@@ -78,7 +83,6 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pending.push_back(std::move(connection));
   }
 
-  int missing = size_ - 1;
   auto establish = [&](PendingConnection& connection, int peer) {
     Pair& pair = *pairs_[peer];
     pair.fd_ = std::move(connection.fd);
@@ -159,7 +163,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
         }
         establish(connection, src);
       } else {
-        if (hello.kind != wire::kHello || src <= rank_ || src >= size_ ||
+        if (hello.kind != wire::kHello || src <= rank_ || src >= size_ || !pairs_[src] ||
             pairs_[src]->fd_.valid()) {
           reject(connection, "rank " + std::to_string(src) + " is not expected to connect here");
           continue;
@@ -183,7 +187,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   if (missing > 0) {
     std::string late;
     for (int peer = 0; peer < size_; ++peer) {
-      if (peer != rank_ && !pairs_[peer]->fd_.valid()) {
+      if (pairs_[peer] && !pairs_[peer]->fd_.valid()) {
         late += (late.empty() ? "" : ", ") + describe_peer(peer);
       }
     }

@@ -86,8 +86,10 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "TCP store server: a client that leaves a request incomplete, or its response unread, "
        "this long is dropped (idle connections and waiting gets are not)",
        milliseconds(1, kMaxDeadlineMs)},
-      {"GLOO_LITE_TRANSPORT", "tcp", "Transport: tcp, or ibverbs (when built with libibverbs)",
-       one_of("tcp ibverbs")},
+      {"GLOO_LITE_TRANSPORT", "auto",
+       "Transport for every pair: shm, ibverbs (when built with libibverbs) or tcp; auto lets "
+       "each pair take the first of those that can connect it",
+       one_of("auto shm ibverbs tcp")},
       {"GLOO_LITE_IFNAME", "",
        "Interfaces to use: comma list of prefixes, ^ excludes, = exact (e.g. eth,^docker or =lo)",
        text()},

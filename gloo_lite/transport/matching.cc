@@ -67,6 +67,24 @@ void MatchingMesh::check_peer(const char* what, int peer) const {
                           " is not another rank of this context (rank " + std::to_string(rank_) +
                           " of " + std::to_string(size_) + ")");
   }
+  if (!served(peer)) {
+    throw InvalidArgument(std::string(what) + ": rank " + std::to_string(peer) +
+                          " is not served by this " + log_subsystem_ + " mesh of rank " +
+                          std::to_string(rank_) +
+                          " (its pairs use another transport; post through the context's mesh)");
+  }
+}
+
+void MatchingMesh::set_served(const std::vector<std::string>& addresses) {
+  served_.assign(static_cast<size_t>(size_), false);
+  for (int peer = 0; peer < size_ && peer < static_cast<int>(addresses.size()); ++peer) {
+    served_[peer] = peer != rank_ && !addresses[peer].empty();
+  }
+}
+
+std::string MatchingMesh::transport_of(int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_ || !served(peer)) return "";
+  return log_subsystem_;
 }
 
 uint64_t MatchingMesh::next_id() {

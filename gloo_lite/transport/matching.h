@@ -47,6 +47,14 @@ class MatchingMesh : public Mesh {
   using Mesh::recv;
   using Mesh::send;
   void cancel(const RequestPtr& request) final;
+  // The transport's name ("tcp") for a peer this mesh serves, "" for one it does not.
+  std::string transport_of(int peer) const override;
+  // Why the whole mesh failed (kNone while it works). A mixed mesh reads it to carry one
+  // sub-mesh's failure to the others (gloo_lite/transport/mixed_mesh.h).
+  Failure failure() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return mesh_failure_;
+  }
   // Mesh::abort with the kind of error the peers raise (kMismatch: a collective mismatch found
   // elsewhere, as a transport that relays aborts through another mesh needs).
   void abort_with(ErrorKind kind, const std::string& reason) {
@@ -118,6 +126,11 @@ class MatchingMesh : public Mesh {
   // fail at once, and fails every request the matching state holds.
   void fail_all_operations(ErrorKind kind, const std::string& message);
   const Failure& mesh_failure() const { return mesh_failure_; }
+  // Called by the transport's connect(): the peers with an empty address are not served
+  // (transport.h); a send or receive naming one fails with InvalidArgument, and the
+  // transport keeps no pair for it.
+  void set_served(const std::vector<std::string>& addresses);
+  bool served(int peer) const { return served_.empty() || served_[peer]; }
   bool cancel_locked(const OpPtr& op);
   std::string describe_op(const Op& op) const;
 
@@ -163,7 +176,8 @@ class MatchingMesh : public Mesh {
   void reject_call(int peer, const OpPtr& op, uint64_t fingerprint);
 
   const char* log_subsystem_;
-  uint32_t last_id_ = 0;  // ids fit 32 bits: verbs carries a recv id as immediate data
+  std::vector<bool> served_;  // by rank; empty: every peer (before connect)
+  uint32_t last_id_ = 0;      // ids fit 32 bits: verbs carries a recv id as immediate data
   std::unordered_map<uint64_t, std::list<OpPtr>> posted_;  // receives by tag, posting order
   std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;  // by tag
   size_t unexpected_bytes_ = 0;

@@ -140,6 +140,12 @@ class Mesh {
 
   // "rank 3 (10.0.0.2:41000)", for error messages.
   virtual std::string describe_peer(int peer) const = 0;
+  // The name of the transport that serves `peer` ("shm", "tcp"), "" when none does or the
+  // mesh cannot tell. Collectives use it to find the peers that share this host (shm).
+  virtual std::string transport_of(int peer) const {
+    (void)peer;
+    return "";
+  }
 };
 
 // One NIC/configuration with its progress engine; shared by every context that uses it.

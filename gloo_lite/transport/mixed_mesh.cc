@@ -1,0 +1,436 @@
+// The mixed mesh: per-pair choice at connect, routing by peer, and the wait rule of
+// mixed_mesh.h.
+#include "gloo_lite/transport/mixed_mesh.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+
+namespace gloo_lite::transport {
+namespace {
+
+// How long a wait over several sub-meshes sleeps in one of them before it looks at the others
+// (rule 2 of mixed_mesh.h): long when only failures can be missed meanwhile, short when a
+// waiter-driven sub-mesh has requests outstanding outside the wait.
+constexpr std::chrono::milliseconds kFailureSlice{20};
+constexpr std::chrono::milliseconds kProgressSlice{1};
+
+// "1-3, 5, 7-8"
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    text += (text.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (j > i) text += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+const LabelledAddress* find_part(const std::vector<LabelledAddress>& parts,
+                                 const std::string& name) {
+  for (const auto& part : parts) {
+    if (part.name == name) return &part;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+class MixedMesh::MixedRequest : public Request {
+ public:
+  MixedRequest(MixedMesh* mesh, int sub, RequestPtr inner)
+      : mesh_(mesh), sub_(sub), inner_(std::move(inner)) {}
+  bool test() override {
+    try {
+      if (inner_->test()) return true;
+    } catch (...) {
+      mesh_->relay_failures();  // this sub-mesh's failure reaches the others' peers
+      throw;
+    }
+    mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
+    return inner_->test();
+  }
+  int source() const override { return inner_->source(); }
+
+  MixedMesh* mesh_;
+  int sub_;
+  RequestPtr inner_;
+};
+
+// A region registered with every sub-mesh: a message goes through the part of its peer's.
+class MixedMesh::MixedMemory : public Memory {
+ public:
+  MixedMemory(void* data, size_t bytes, MemoryKind kind) : Memory(data, bytes, kind) {}
+  std::vector<std::unique_ptr<Memory>> parts;  // by sub-mesh
+};
+
+MixedMesh::MixedMesh(int rank, int size, std::vector<SubDevice> transports, bool forced,
+                     const MeshOptions& options)
+    : rank_(rank), size_(size), forced_(forced) {
+  for (auto& transport : transports) {
+    auto sub = std::make_unique<Sub>();
+    sub->mesh = transport.device->create_mesh(rank, size, options);
+    sub->engine = dynamic_cast<MatchingMesh*>(sub->mesh.get());
+    sub->address = sub->mesh->address();
+    sub->transport = std::move(transport);
+    subs_.push_back(std::move(sub));
+  }
+  // Until connect() decides (and for a context of one rank, which never connects), the
+  // first transport stands for the mesh.
+  single_ = subs_.front()->mesh.get();
+}
+
+MixedMesh::~MixedMesh() = default;
+
+std::string MixedMesh::address() const {
+  std::vector<LabelledAddress> parts;
+  for (const auto& sub : subs_) parts.push_back({sub->transport.name, sub->address});
+  return encode_addresses(parts);
+}
+
+int MixedMesh::sub_index(const std::string& name) const {
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    if (subs_[i]->transport.name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int MixedMesh::choose(const std::vector<LabelledAddress>& a,
+                      const std::vector<LabelledAddress>& b) const {
+  for (const auto& mine : a) {
+    const LabelledAddress* theirs = find_part(b, mine.name);
+    if (theirs == nullptr) continue;
+    int index = sub_index(mine.name);
+    // A transport this rank lacks cannot be tested here; for a pair of two other ranks it
+    // counts as serving them (they test it themselves).
+    if (index < 0) return -2;
+    // Always (lower rank, higher rank): both ends make exactly the same call.
+    if (subs_[index]->transport.device->can_connect(mine.address, theirs->address)) return index;
+  }
+  return -1;
+}
+
+void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t context_id,
+                        const Deadline& deadline) {
+  if (static_cast<int>(addresses.size()) != size_) {
+    throw InvalidArgument("connect: " + std::to_string(addresses.size()) +
+                          " addresses for a context of " + std::to_string(size_) + " ranks");
+  }
+  std::vector<std::vector<LabelledAddress>> lists(size_);
+  for (int p = 0; p < size_; ++p) {
+    lists[p] = p == rank_ ? decode_addresses(address(), p) : decode_addresses(addresses[p], p);
+  }
+  // With a forced transport, every pair, not only this rank's: a pair it cannot serve then
+  // fails every rank alike (O(P^2) can_connect calls, only then). The table always ends with
+  // TCP, which serves any pair, so otherwise this rank's own pairs are enough.
+  sub_of_peer_.assign(size_, -1);
+  std::string unserved;
+  int unserved_pairs = 0;
+  for (int a = 0; a < size_; ++a) {
+    for (int b = a + 1; b < size_; ++b) {
+      if (!forced_ && a != rank_ && b != rank_) continue;
+      int chosen = choose(lists[a], lists[b]);
+      if (a == rank_) sub_of_peer_[b] = chosen;
+      if (b == rank_) sub_of_peer_[a] = chosen;
+      if (chosen != -1) continue;
+      if (++unserved_pairs <= 8) {
+        unserved += (unserved.empty() ? "" : ", ") + std::string("ranks ") + std::to_string(a) +
+                    " and " + std::to_string(b);
+      }
+    }
+  }
+  if (unserved_pairs > 0) {
+    if (unserved_pairs > 8) unserved += " and " + std::to_string(unserved_pairs - 8) + " more";
+    if (forced_) {
+      const std::string& name = subs_.front()->transport.name;
+      throw InvalidArgument(
+          "GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
+          std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " + name +
+          (name == "shm" ? " (shared memory connects ranks of one host only)" : "") +
+          "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
+          "transport that reaches every rank (tcp)");
+    }
+    throw InvalidArgument("rank " + std::to_string(rank_) + ": no transport can serve " + unserved +
+                          " (each pair needs a transport both ranks offer whose can_connect "
+                          "accepts them); do all ranks run the same gloo_lite build?");
+  }
+  // Each sub-mesh connects only its own peers, in table order on every rank (a rank waits in
+  // the k-th connect only for peers that reach it after finishing the same earlier ones).
+  // Sub-meshes move to `kept` only once all connected: a connect that throws leaves the mesh
+  // as it was (every sub-mesh, the first standing for it).
+  std::vector<int> new_index(subs_.size(), -1);
+  int serving = 0;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    std::vector<std::string> own(size_);
+    bool serves = false;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) {
+        own[p] = subs_[i]->address;
+      } else if (sub_of_peer_[p] == static_cast<int>(i)) {
+        own[p] = find_part(lists[p], subs_[i]->transport.name)->address;
+        serves = true;
+      }
+    }
+    if (!serves) continue;  // dropped: it serves nobody
+    subs_[i]->mesh->connect(own, context_id, deadline);
+    new_index[i] = serving++;
+  }
+  std::vector<std::unique_ptr<Sub>> kept;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    if (new_index[i] >= 0) kept.push_back(std::move(subs_[i]));
+  }
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_) sub_of_peer_[p] = new_index[sub_of_peer_[p]];
+  }
+  subs_ = std::move(kept);
+  single_ = subs_.size() == 1 ? subs_.front()->mesh.get() : nullptr;
+  log_choice();
+}
+
+void MixedMesh::log_choice() const {
+  std::string text;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    std::vector<int> ranks;
+    for (int p = 0; p < size_; ++p) {
+      if (sub_of_peer_[p] == static_cast<int>(i)) ranks.push_back(p);
+    }
+    text += (text.empty() ? "" : ", ") + subs_[i]->transport.name + " for rank" +
+            (ranks.size() > 1 ? "s " : " ") + rank_ranges(ranks);
+  }
+  if (subs_.size() > 1) {
+    LOG_INFO("context", "rank " << rank_ << ": " << text);
+  } else {
+    LOG_DEBUG("context", "rank " << rank_ << ": " << text);
+  }
+}
+
+void MixedMesh::check_peer(const char* what, int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    throw InvalidArgument(std::string(what) + ": peer " + std::to_string(peer) +
+                          " is not another rank of this context (rank " + std::to_string(rank_) +
+                          " of " + std::to_string(size_) + ")");
+  }
+}
+
+std::unique_ptr<Memory> MixedMesh::register_memory(void* data, size_t bytes, MemoryKind kind) {
+  if (single_) return single_->register_memory(data, bytes, kind);
+  auto memory = std::make_unique<MixedMemory>(data, bytes, kind);
+  for (auto& sub : subs_) memory->parts.push_back(sub->mesh->register_memory(data, bytes, kind));
+  return memory;
+}
+
+void MixedMesh::track(Sub& sub, const RequestPtr& inner) {
+  if (sub.transport.progresses_alone) return;
+  std::lock_guard<std::mutex> lock(sub.outstanding_mutex);
+  // Amortized pruning of requests their owners dropped.
+  if (sub.outstanding.size() >= 64 &&
+      (sub.outstanding.size() & (sub.outstanding.size() - 1)) == 0) {
+    sub.outstanding.erase(
+        std::remove_if(sub.outstanding.begin(), sub.outstanding.end(),
+                       [](const std::weak_ptr<Request>& r) { return r.expired(); }),
+        sub.outstanding.end());
+  }
+  sub.outstanding.push_back(inner);
+}
+
+RequestPtr MixedMesh::send(int peer, uint64_t tag, const Memory& memory, size_t offset,
+                           size_t bytes, uint64_t fingerprint) {
+  if (single_) return single_->send(peer, tag, memory, offset, bytes, fingerprint);
+  check_peer("send", peer);
+  int index = sub_of_peer_[peer];
+  Sub& sub = *subs_[index];
+  const auto& parts = static_cast<const MixedMemory&>(memory).parts;
+  RequestPtr inner = sub.mesh->send(peer, tag, *parts[index], offset, bytes, fingerprint);
+  track(sub, inner);
+  return std::make_shared<MixedRequest>(this, index, std::move(inner));
+}
+
+RequestPtr MixedMesh::recv(const std::vector<int>& peers, uint64_t tag, Memory& memory,
+                           size_t offset, size_t bytes, uint64_t fingerprint) {
+  if (single_) return single_->recv(peers, tag, memory, offset, bytes, fingerprint);
+  if (peers.empty()) throw InvalidArgument("recv: the set of peers is empty");
+  for (int peer : peers) check_peer("recv", peer);
+  int index = sub_of_peer_[peers[0]];
+  for (int peer : peers) {
+    if (sub_of_peer_[peer] == index) continue;
+    throw InvalidArgument(
+        "recv on rank " + std::to_string(rank_) + " from any of ranks {" + rank_ranges(peers) +
+        "}: rank " + std::to_string(peers[0]) + " is served by " + subs_[index]->transport.name +
+        " and rank " + std::to_string(peer) + " by " + subs_[sub_of_peer_[peer]]->transport.name +
+        "; a receive from any of several peers must name peers of one transport (posted on two, "
+        "it could take two messages). Set GLOO_LITE_TRANSPORT to one transport for all pairs "
+        "(e.g. GLOO_LITE_TRANSPORT=tcp), or receive from each peer separately");
+  }
+  Sub& sub = *subs_[index];
+  auto& parts = static_cast<MixedMemory&>(memory).parts;
+  RequestPtr inner = sub.mesh->recv(peers, tag, *parts[index], offset, bytes, fingerprint);
+  track(sub, inner);
+  return std::make_shared<MixedRequest>(this, index, std::move(inner));
+}
+
+void MixedMesh::cancel(const RequestPtr& request) {
+  if (single_) return single_->cancel(request);
+  auto& mixed = static_cast<MixedRequest&>(*request);
+  subs_[mixed.sub_]->mesh->cancel(mixed.inner_);
+}
+
+void MixedMesh::abort(const std::string& reason) {
+  for (auto& sub : subs_) sub->mesh->abort(reason);
+}
+
+std::string MixedMesh::describe_peer(int peer) const {
+  if (single_) return single_->describe_peer(peer);
+  if (peer < 0 || peer >= size_ || peer == rank_) return "rank " + std::to_string(peer);
+  const Sub& sub = *subs_[sub_of_peer_[peer]];
+  return sub.mesh->describe_peer(peer) + " over " + sub.transport.name;
+}
+
+std::string MixedMesh::transport_of(int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) return "";
+  if (sub_of_peer_.empty()) return subs_.front()->transport.name;  // not connected
+  return subs_[sub_of_peer_[peer]]->transport.name;
+}
+
+void MixedMesh::relay_failures() {
+  if (single_) return;
+  for (auto& failed : subs_) {
+    if (!failed->engine) continue;
+    Failure failure = failed->engine->failure();
+    if (!failure.failed()) continue;
+    for (auto& other : subs_) {
+      if (other.get() == failed.get()) continue;
+      if (other->engine) {
+        if (other->engine->failure().failed()) continue;
+        LOG_DEBUG("context", "rank " << rank_ << ": the " << failed->transport.name
+                                     << " pairs failed; failing the " << other->transport.name
+                                     << " pairs with them");
+        other->engine->abort_with(failure.kind, failure.message);
+      } else {
+        other->mesh->abort(failure.message);
+      }
+    }
+    return;
+  }
+}
+
+bool MixedMesh::progress_outstanding(const std::vector<bool>& waiting) {
+  bool pending = false;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    Sub& sub = *subs_[i];
+    if (sub.transport.progresses_alone || waiting[i]) continue;
+    std::lock_guard<std::mutex> lock(sub.outstanding_mutex);
+    auto& list = sub.outstanding;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const std::weak_ptr<Request>& weak) {
+                                RequestPtr request = weak.lock();
+                                if (!request) return true;
+                                try {
+                                  if (request->test()) return true;
+                                } catch (const std::exception&) {
+                                  return true;  // its owner learns it when it waits
+                                }
+                                pending = true;
+                                return false;
+                              }),
+               list.end());
+  }
+  return pending;
+}
+
+bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
+                           const Deadline& until) {
+  if (single_) return single_->wait_until(requests, deadline, until);
+  const size_t n = subs_.size();
+  std::vector<std::vector<RequestPtr>> groups(n);
+  for (const auto& request : requests) {
+    auto& mixed = static_cast<MixedRequest&>(*request);
+    groups[mixed.sub_].push_back(mixed.inner_);
+  }
+  // Rule 1: groups of waiter-driven transports first, in table order.
+  std::vector<size_t> order;
+  std::vector<bool> waiting(n, false);
+  for (bool alone : {false, true}) {
+    for (size_t i = 0; i < n; ++i) {
+      if (groups[i].empty() || subs_[i]->transport.progresses_alone != alone) continue;
+      order.push_back(i);
+      waiting[i] = true;
+    }
+  }
+  // Rule 4: nothing stays in flight when one group throws.
+  auto cancel_all = [&] {
+    for (size_t index : order) {
+      for (const auto& request : groups[index]) subs_[index]->mesh->cancel(request);
+    }
+  };
+  // A look at one group that never times out: the deadline is this loop's, below, so that a
+  // timeout names the late peers of every group at once.
+  auto look = [&](size_t index, const Deadline& slice) {
+    try {
+      return subs_[index]->mesh->wait_until(groups[index], Deadline::never(), slice);
+    } catch (...) {
+      cancel_all();
+      // A failure of this sub-mesh (a collective mismatch it found, a lost peer) must reach
+      // the peers of the others now: the caller fails without telling peers what a transport
+      // already told its own.
+      relay_failures();
+      throw;
+    }
+  };
+  const Deadline bound = until.earlier(deadline);
+  std::vector<bool> done(n, false);
+  while (true) {
+    relay_failures();  // rule 3
+    if (deadline.expired()) {
+      // Each late group's own TimeoutError names its peers and cancels its requests.
+      std::string late;
+      for (size_t index : order) {
+        if (done[index]) continue;
+        try {
+          subs_[index]->mesh->wait_until(groups[index], deadline, deadline);
+        } catch (const TimeoutError& e) {
+          late += (late.empty() ? "" : " | ") + subs_[index]->transport.name + ": " + e.what();
+        } catch (...) {
+          cancel_all();
+          throw;
+        }
+      }
+      if (late.empty()) return true;  // they completed meanwhile
+      throw TimeoutError(late);
+    }
+    std::vector<size_t> pending;
+    for (size_t index : order) {
+      if (done[index]) continue;
+      if (look(index, Deadline::after(std::chrono::milliseconds(0)))) {
+        done[index] = true;
+      } else {
+        pending.push_back(index);
+      }
+    }
+    if (pending.empty()) return true;
+    if (bound.expired() && !deadline.expired()) return false;  // `until` came first
+    // The groups this thread will not sleep in: a test of their first pending request hands
+    // what their waits left behind back to their own progress engine at once (TCP's parked
+    // sockets would otherwise wait up to 2 ms for its event loop to take them back).
+    for (size_t i = 1; i < pending.size(); ++i) {
+      try {
+        for (const auto& request : groups[pending[i]]) {
+          if (!request->test()) break;
+        }
+      } catch (...) {
+        cancel_all();
+        relay_failures();
+        throw;
+      }
+    }
+    bool outstanding = progress_outstanding(waiting);
+    auto slice = Deadline::after(outstanding ? kProgressSlice : kFailureSlice);
+    if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;
+  }
+}
+
+}  // namespace gloo_lite::transport

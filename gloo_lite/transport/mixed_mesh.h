@@ -1,0 +1,116 @@
+// Internal: the mesh of a mixed device (mixed_device.h). One sub-mesh per transport; after
+// connect() each peer belongs to exactly one of them, and the sub-meshes that serve nobody are
+// gone.
+//
+// Choice per pair. For peers a < b, the transport is the first one in a's address list (its
+// priority order) that b's list offers too and whose can_connect(a's, b's) holds. Both ends
+// see the same two lists, so both pick the same transport. With a forced transport every rank
+// also checks every other pair with the same rule, so that a pair it cannot serve
+// (GLOO_LITE_TRANSPORT=shm across hosts) fails connect() on every rank at once, naming the
+// ranks, instead of leaving the others to time out.
+//
+// One transport for every peer (the usual case: one host, or GLOO_LITE_TRANSPORT): the mesh
+// delegates everything to that sub-mesh, requests and memory included, at the cost of one
+// branch per call.
+//
+// Several: memory is registered with every sub-mesh (MixedMemory), requests are wrapped with
+// the sub-mesh they belong to (so no table of requests outlives them), and send, recv,
+// cancel and describe_peer go by peer. A receive from any of several peers served by
+// different transports is refused with InvalidArgument: posting it on both sub-meshes could
+// let each match a message, and a message must never be taken by two receives.
+//
+// The wait rule (wait_until over requests of several sub-meshes). TCP and ibverbs make
+// progress with nobody waiting (event loop, progress thread); shared memory only while a
+// thread waits on or tests one of its requests. So:
+//  1. The requests are grouped by sub-mesh; groups of transports that need a waiter come first
+//     (table order). The thread sleeps in the first unfinished group's own wait_until, for at
+//     most a slice; the other groups are looked at without sleeping (an `until` that has
+//     passed), which also raises their failures at once.
+//  2. It cannot deadlock: the group it sleeps on progresses because it waits on it; every
+//     other group either progresses alone or is looked at (tested) after each slice. A
+//     waiter-driven sub-mesh with requests outstanding that are not in this wait (a send
+//     posted earlier, which a peer needs this rank to push) is tested after every slice too,
+//     and the slice is then short (kProgressSlice), so that such a peer is never stalled for
+//     longer than that. Without such requests the slice is long (kFailureSlice): completions
+//     still end the sleep at once; only the look at other groups waits for it.
+//  3. A failure of one sub-mesh (a lost peer, an abort, a call mismatch) reaches the others:
+//     when it ends a wait or a Request::test, and after every slice, the mesh reads each
+//     sub-mesh's failure and aborts the healthy ones with the same reason and kind (their
+//     peers learn it too), as a TCP mesh fails every pair when one breaks.
+//  4. A failure or a timeout in one group cancels the pending requests of the others before
+//     it propagates (no buffer stays in use). The deadline is this loop's (the groups' own
+//     waits get none), so that a timeout names the late peers of every group at once.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/transport/matching.h"
+#include "gloo_lite/transport/mixed_device.h"
+
+namespace gloo_lite::transport {
+
+class MixedMesh : public Mesh {
+ public:
+  MixedMesh(int rank, int size, std::vector<SubDevice> transports, bool forced,
+            const MeshOptions& options);
+  ~MixedMesh() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string address() const override;
+  void connect(const std::vector<std::string>& addresses, uint64_t context_id,
+               const Deadline& deadline) override;
+  std::unique_ptr<Memory> register_memory(void* data, size_t bytes, MemoryKind kind) override;
+  RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,
+                  uint64_t fingerprint) override;
+  RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory, size_t offset,
+                  size_t bytes, uint64_t fingerprint) override;
+  using Mesh::recv;
+  using Mesh::send;
+  bool wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
+                  const Deadline& until) override;
+  void cancel(const RequestPtr& request) override;
+  void abort(const std::string& reason) override;
+  std::string describe_peer(int peer) const override;
+  std::string transport_of(int peer) const override;
+
+  // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above).
+  void relay_failures();
+
+ private:
+  struct Sub {
+    SubDevice transport;
+    std::unique_ptr<Mesh> mesh;
+    MatchingMesh* engine = nullptr;  // mesh, when built on the shared engine: its failure()
+    std::string address;             // published before connect
+    // Waiter-driven transports: requests posted through this mesh, tested after every slice
+    // of a wait that does not include them (rule 2). Pruned as they complete or are dropped.
+    std::mutex outstanding_mutex;
+    std::vector<std::weak_ptr<Request>> outstanding;
+  };
+  class MixedRequest;
+  class MixedMemory;
+
+  void check_peer(const char* what, int peer) const;
+  // The sub-mesh (index into subs_) chosen for the pair (a, b) from their address lists, -1:
+  // none can serve it.
+  int choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b) const;
+  int sub_index(const std::string& name) const;
+  void log_choice() const;
+  void track(Sub& sub, const RequestPtr& inner);
+  // Tests the outstanding requests of waiter-driven sub-meshes outside `waiting` (indices).
+  // True when some of them are still pending.
+  bool progress_outstanding(const std::vector<bool>& waiting);
+
+  const int rank_;
+  const int size_;
+  const bool forced_;
+  std::vector<std::unique_ptr<Sub>> subs_;
+  std::vector<int> sub_of_peer_;  // by rank; -1: this rank
+  Mesh* single_ = nullptr;        // the only sub-mesh, when one serves every peer
+};
+
+}  // namespace gloo_lite::transport
