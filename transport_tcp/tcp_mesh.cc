@@ -346,7 +346,9 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
     ssize_t ignored = ::sendmsg(pair.fd_.get(), &notice, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
   }
-  loop_->modify(pair.fd_.get(), 0, &pair);
+  // Out of the loop's set: a shut-down socket reports EPOLLHUP whatever the mask, and the loop
+  // would spin on it until the mesh is destroyed.
+  loop_->forget(pair.fd_.get());
   ::shutdown(pair.fd_.get(), SHUT_RDWR);
   int peer = pair.peer_;
   for (auto& frame : pair.out_) {

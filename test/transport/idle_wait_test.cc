@@ -89,6 +89,28 @@ TEST(IdleWait, ExplicitSpinBoundStillSleeps) {
   expect_all_ok(run_context_processes(2, blocked_receivers));
 }
 
+// A peer that closed its context leaves this rank with a shut-down socket, which epoll reports
+// (EPOLLHUP) whatever the events asked for: the event loop must stop watching it rather than
+// spin on it while this rank keeps its context.
+TEST(IdleWait, ContextOutlivingAClosedPeerSleeps) {
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    uint64_t value = 7;
+    auto memory = mesh.register_memory(&value, sizeof(value));
+    if (context.rank() == 1) {
+      mesh.wait({mesh.send(0, 1, *memory, 0, 8)}, context.deadline());
+      return;  // closes the context: a goodbye, then the socket closes
+    }
+    mesh.wait({mesh.recv(1, 1, *memory, 0, 8)}, context.deadline());
+    std::this_thread::sleep_for(milliseconds(300));  // the goodbye and the close arrive
+    const double cpu_before = process_cpu_seconds();
+    std::this_thread::sleep_for(milliseconds(1000));
+    const double cpu = process_cpu_seconds() - cpu_before;
+    EXPECT_LT(cpu, 0.2) << "rank 0 used " << cpu
+                        << " s of CPU in 1 s while idle after its peer closed";
+  }));
+}
+
 TEST(WaitPolicy, BudgetAdaptsWithinItsBound) {
   WaitPolicy policy;
   policy.configure(microseconds(50), false);
