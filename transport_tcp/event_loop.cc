@@ -47,6 +47,8 @@ void EventLoop::modify(int fd, uint32_t events, EventHandler* handler) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &event);
 }
 
+void EventLoop::forget(int fd) { epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr); }
+
 void EventLoop::remove(int fd) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   // The loop may hold events for fd from an epoll_wait before the DEL: wait until it begins its

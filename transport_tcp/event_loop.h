@@ -31,6 +31,10 @@ class EventLoop {
   void add(int fd, uint32_t events, EventHandler* handler);
   // Changes the event mask; callable from any thread.
   void modify(int fd, uint32_t events, EventHandler* handler);
+  // Stops reporting fd at once, from any thread (the loop's included), without waiting: events
+  // already collected may still reach its handler, which must stay alive until remove(). For
+  // sockets that closed: even with no events asked for, epoll keeps reporting their hang-up.
+  void forget(int fd);
   // Removes fd and returns once the loop thread can no longer be inside `handler` for it:
   // afterwards the handler may be destroyed. Must not be called on the loop thread.
   void remove(int fd);

@@ -3,6 +3,7 @@
 #include "transport_tcp/tcp_mesh.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -43,7 +44,6 @@ TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
   set_nonblocking(listener_.get(), true);
   listen_address_ = SocketAddress::local_of(listener_.get());
   driver_wake_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  spin_us_ = knob_int("GLOO_LITE_SPIN_US");
   reclaim_timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   // Without the timer nothing could take parked pairs back: then pairs are never parked.
   if (reclaim_timer_.valid()) loop_->add(reclaim_timer_.get(), EPOLLIN, &reclaimer_);
@@ -160,18 +160,18 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
                                       (pair->out_.empty() ? 0 : POLLOUT));
     fds.push_back({pair->open_ ? pair->fd_.get() : -1, events, 0});
   }
-  lock.unlock();
-  // Opt-in bounded spin (GLOO_LITE_SPIN_US): poll without sleeping for a few microseconds
-  // first, for machines with a core to spare per rank. Off by default: on 2 cores running 8
-  // ranks, a spinning rank steals the time its peers need to answer.
-  int ready = 0;
-  if (spin_us_ > 0) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-    do {
-      ready = ::poll(fds.data(), fds.size(), 0);
-    } while (ready == 0 && std::chrono::steady_clock::now() < until);
+  if (!wait_policy_set_) {
+    std::vector<std::string> addresses(static_cast<size_t>(size_));
+    addresses[static_cast<size_t>(rank_)] = address();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer != rank_ && pairs_[peer])
+        addresses[static_cast<size_t>(peer)] = pairs_[peer]->address_;
+    }
+    wait_policy_.configure_for(local_ranks_per_core(address(), addresses));
+    wait_policy_set_ = true;
   }
-  if (ready == 0) ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
+  lock.unlock();
+  int ready = poll_driven(fds, deadline);
   lock.lock();
   if (ready <= 0) return true;
   if (fds[0].revents & POLLIN) {
@@ -185,6 +185,27 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
     if ((revents & POLLOUT) && driven[i]->open_) write_pair(*driven[i]);
   }
   return true;
+}
+
+// Polling first saves the wake-up (scheduler latency, often more than the message's own time on
+// a loaded host) when the message comes within the budget; the budget's bound and its
+// adaptation keep a rank that waits for long from burning a core it may share with its peers.
+int TcpMesh::poll_driven(std::vector<pollfd>& fds, const Deadline& deadline) {
+  const auto budget = wait_policy_.budget();
+  if (budget.count() == 0) return ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = std::min(start + budget, deadline.time_point());
+  int ready = 0;
+  do {
+    ready = ::poll(fds.data(), fds.size(), 0);
+    if (ready != 0) break;
+    // Ranks outnumber cores: the peer we wait for may need this CPU to send.
+    if (wait_policy_.yields()) sched_yield();
+  } while (std::chrono::steady_clock::now() < spin_until);
+  bool caught = ready != 0;
+  if (!caught) ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
+  wait_policy_.record(caught, std::chrono::steady_clock::now() - start);
+  return ready;
 }
 
 void TcpMesh::stop_driving(std::vector<Pair*>& driven) {
@@ -325,7 +346,9 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
     ssize_t ignored = ::sendmsg(pair.fd_.get(), &notice, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
   }
-  loop_->modify(pair.fd_.get(), 0, &pair);
+  // Out of the loop's set: a shut-down socket reports EPOLLHUP whatever the mask, and the loop
+  // would spin on it until the mesh is destroyed.
+  loop_->forget(pair.fd_.get());
   ::shutdown(pair.fd_.get(), SHUT_RDWR);
   int peer = pair.peer_;
   for (auto& frame : pair.out_) {

@@ -4,6 +4,8 @@
 // (inline sends, resumed reads, caller-driven progress in wait) and from the device's event loop.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -16,6 +18,7 @@
 #include "gloo_lite/base/socket.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_tcp/event_loop.h"
+#include "transport_tcp/wait_policy.h"
 #include "transport_tcp/wire.h"
 
 namespace gloo_lite::tcp {
@@ -162,7 +165,13 @@ class TcpMesh : public transport::MatchingMesh {
   // and do not wake the event loop; a timer on the loop reclaims pairs left parked.
   bool driver_active_ = false;
   int waiters_ = 0;  // threads inside wait()
-  int64_t spin_us_ = 0;
+  // How the driver waits on its sockets: bounded adaptive polling, then poll() sleeping. Set
+  // at the first wait, when connect() has told us which peers share this host.
+  WaitPolicy wait_policy_;
+  bool wait_policy_set_ = false;
+  // Polls `fds` without sleeping for up to the policy's budget, then sleeps in poll() until
+  // `deadline`; adapts the budget to how it went. Called without the mutex.
+  int poll_driven(std::vector<pollfd>& fds, const Deadline& deadline);
   std::thread::id driver_thread_;
   Fd driver_wake_;
   // Wakes the thread that drives (polls) our sockets when another thread completed one of

@@ -136,9 +136,10 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "ibverbs: microseconds a waiter polls the completion queue before sleeping on the "
        "completion channel",
        integer(0, 1000000)},
-      {"GLOO_LITE_SPIN_US", "0",
-       "A waiting rank polls its sockets without sleeping for up to this many microseconds "
-       "before it blocks (0: never spin; worth it only with a spare core per rank)",
+      {"GLOO_LITE_SPIN_US", "",
+       "TCP: a waiting rank polls its sockets for at most this many microseconds before it "
+       "sleeps (0: never poll; unset: 50 with a core per rank on the host, 100 yielding the CPU "
+       "between polls when ranks outnumber cores; the budget adapts below the bound)",
        integer(0, 1000000)},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "

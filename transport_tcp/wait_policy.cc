@@ -1,0 +1,54 @@
+#include "transport_tcp/wait_policy.h"
+
+#include <algorithm>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/host.h"
+
+namespace gloo_lite::tcp {
+namespace {
+
+// "10.0.0.2:41000" -> "10.0.0.2", "[::1]:41000" -> "[::1]".
+std::string host_part(const std::string& address) {
+  auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
+
+void WaitPolicy::configure(Micros limit, bool yield) {
+  limit_ = std::max(limit, Micros(0));
+  budget_ = limit_;  // start optimistic: the first collectives of a job are the handshake's
+  yield_ = yield;
+}
+
+void WaitPolicy::configure_for(double ranks_per_core) {
+  bool shared = ranks_per_core > 1.0;
+  if (!knob_string("GLOO_LITE_SPIN_US").empty()) {
+    configure(Micros(knob_int("GLOO_LITE_SPIN_US")), shared);
+  } else {
+    configure(shared ? kSharedCoreLimit : kFreeCoreLimit, shared);
+  }
+}
+
+void WaitPolicy::record(bool caught, std::chrono::nanoseconds waited) {
+  if (limit_.count() == 0) return;
+  if (caught || waited <= limit_) {
+    budget_ = std::min(limit_, std::max(kRestart, budget_ * 2));
+  } else {
+    budget_ /= 2;  // reaches 0 after a handful of long waits
+  }
+}
+
+double local_ranks_per_core(const std::string& my_address, const std::vector<std::string>& peers) {
+  const std::string mine = host_part(my_address);
+  int local = 0;
+  for (const std::string& peer : peers) {
+    // The rank's own entry, and peers whose connect() gave no address, count as this host.
+    if (peer.empty() || host_part(peer) == mine) ++local;
+  }
+  int cpus = std::max(1, count_cpus(usable_cpu_mask()));
+  return static_cast<double>(std::max(local, 1)) / cpus;
+}
+
+}  // namespace gloo_lite::tcp
