@@ -73,8 +73,7 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_
   timeout.tv_sec = static_cast<time_t>(timeout_us / 1000000);
   timeout.tv_nsec = static_cast<long>(timeout_us % 1000000) * 1000;
   // Not FUTEX_PRIVATE_FLAG: the word is in a mapping shared with other processes.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr,
-          0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr, 0);
 }
 
 void ring_doorbell(SegmentHeader* header) {

@@ -30,9 +30,9 @@ struct SegmentHeader {
   int32_t rank;
   int32_t size;
   uint32_t reserved0;
-  uint64_t inbox_stride;    // bytes from one inbox to the next
-  uint64_t segment_bytes;   // the whole memfd
-  uint64_t probe_address;   // a word in the owner's memory, for the process_vm_readv probe
+  uint64_t inbox_stride;   // bytes from one inbox to the next
+  uint64_t segment_bytes;  // the whole memfd
+  uint64_t probe_address;  // a word in the owner's memory, for the process_vm_readv probe
   alignas(kLine) uint64_t probe_value;  // what that word holds
   uint64_t context_id;                  // valid once ready
   std::atomic<uint32_t> ready;          // 1: the connect-time fields are written

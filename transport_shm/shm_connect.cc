@@ -65,16 +65,15 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       }
       if (!parsed->shares_memory_with(address_)) {
         throw ConnectionError(me + ": rank " + std::to_string(peer) +
-                              " is on another host, /dev/shm or user namespace (" +
-                              parsed->host + "); it cannot be reached over shared memory");
+                              " is on another host, /dev/shm or user namespace (" + parsed->host +
+                              "); it cannot be reached over shared memory");
       }
       pair->served = true;
       pair->address = *parsed;
       ++served;
     } else {
-      pair->failure = {ErrorKind::kInvalid,
-                       "this shared-memory mesh does not serve rank " + std::to_string(peer) +
-                           " (another transport does)"};
+      pair->failure = {ErrorKind::kInvalid, "this shared-memory mesh does not serve rank " +
+                                                std::to_string(peer) + " (another transport does)"};
     }
     pairs_[peer] = std::move(pair);
   }
@@ -85,9 +84,9 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   // SIGBUS on a later write.
   for (auto& pair : pairs_) {
     if (!pair || !pair->served) continue;
-    int error = ::posix_fallocate(memfd_.get(),
-                                  static_cast<off_t>(layout_.inbox_offset(pair->peer)),
-                                  static_cast<off_t>(layout_.inbox_stride));
+    int error =
+        ::posix_fallocate(memfd_.get(), static_cast<off_t>(layout_.inbox_offset(pair->peer)),
+                          static_cast<off_t>(layout_.inbox_stride));
     if (error != 0) {
       throw ConnectionError(me + " cannot reserve " + std::to_string(layout_.inbox_stride) +
                             " bytes of shared memory for the inbox of rank " +
@@ -136,7 +135,8 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     if (header->nonce != pair->address.nonce || header->pid != pair->address.pid) {
       reject("it is another segment than the address names (the descriptor was reused)");
     }
-    if (header->segment_bytes != static_cast<uint64_t>(info.st_size)) reject("its size disagrees with its header");
+    if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
+      reject("its size disagrees with its header");
     while (header->ready.load(std::memory_order_acquire) == 0) {
       if (deadline.expired()) {
         throw TimeoutError(me + ": " + who + " never published its segment before the deadline");

@@ -65,8 +65,7 @@ void Mapping::map(int fd, size_t length, const std::string& what) {
 
 MeshSettings settings_from_knobs(const transport::MeshOptions& options) {
   MeshSettings settings;
-  settings.ring_bytes =
-      static_cast<uint32_t>(knob_int("GLOO_LITE_SHM_RING_BYTES")) & ~uint32_t{63};
+  settings.ring_bytes = static_cast<uint32_t>(knob_int("GLOO_LITE_SHM_RING_BYTES")) & ~uint32_t{63};
   size_t eager = options.eager_bytes ? options.eager_bytes
                                      : static_cast<size_t>(knob_int("GLOO_LITE_SHM_EAGER_BYTES"));
   // A record must leave room for others in flight: at most a quarter of the ring.
@@ -131,7 +130,8 @@ std::string ShmMesh::describe_peer(int peer) const {
 
 const Failure& ShmMesh::peer_failure(int peer) const {
   static const Failure not_served{
-      ErrorKind::kInvalid, "this shared-memory mesh does not serve that peer (another transport does)"};
+      ErrorKind::kInvalid,
+      "this shared-memory mesh does not serve that peer (another transport does)"};
   return pairs_[peer] && pairs_[peer]->served ? pairs_[peer]->failure : not_served;
 }
 
@@ -190,9 +190,9 @@ void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t see
     }
   }
   if (!rang) {
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-                    bound.time_point() - Clock::now())
-                    .count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(bound.time_point() - Clock::now())
+            .count();
     if (bound.is_never()) left = kSleepSliceUs;
     header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     // Sleeps only while the word still says `seen`: whatever rang since is not lost.
@@ -237,7 +237,8 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
     if (op->id_ != 0) incoming_.erase(op->id_);
     for (auto it = pulls_.begin(); it != pulls_.end();) {
       if (it->op == op) {
-        if (pairs_[it->peer]->open) queue_control(*pairs_[it->peer], RecordKind::kDone, it->send_id, 0);
+        if (pairs_[it->peer]->open)
+          queue_control(*pairs_[it->peer], RecordKind::kDone, it->send_id, 0);
         it = pulls_.erase(it);
       } else {
         ++it;

@@ -33,8 +33,8 @@ struct OutRecord {
   Record record{};
   const uint8_t* payload = nullptr;  // the user's buffer (eager, data) until written
   size_t payload_bytes = 0;
-  OpPtr op;               // completed once written (eager) or once the whole stream is
-  bool stream = false;    // kData chunks of op's buffer from `offset`
+  OpPtr op;             // completed once written (eager) or once the whole stream is
+  bool stream = false;  // kData chunks of op's buffer from `offset`
   size_t offset = 0;
 };
 
@@ -55,10 +55,10 @@ struct Pair {
   bool open = false;
   Failure failure;
   Address address;
-  Mapping remote;                         // the peer's segment
+  Mapping remote;  // the peer's segment
   SegmentHeader* remote_header = nullptr;
-  RingWriter writer;                      // our inbox in the peer's segment
-  RingView inbox;                         // its inbox in our segment
+  RingWriter writer;  // our inbox in the peer's segment
+  RingView inbox;     // its inbox in our segment
   std::deque<OutRecord> out;
   bool close_sent = false;  // our close notice is in the peer's segment
   bool cma = false;         // process_vm_readv from the peer works (the connect probe)

@@ -293,8 +293,8 @@ void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
       return;
     case CloseState::kMismatch: {
       // A mismatch breaks the whole context, not just this pair (as on TCP).
-      std::string text =
-          sender_mismatch_text(peer, control->close_tag, control->close_posted, control->close_sent);
+      std::string text = sender_mismatch_text(peer, control->close_tag, control->close_posted,
+                                              control->close_sent);
       fail_pair(pair, ErrorKind::kMismatch, text);
       fail_mesh(ErrorKind::kMismatch, text);
       return;
@@ -347,9 +347,8 @@ void ShmMesh::finish_pull(Pull& pull) {
     if (pull.cancelled) break;
     lose_pair(pair, "rank " + std::to_string(rank_) + " could not copy " +
                         std::to_string(op->bytes_) + " bytes (" + tags::describe(op->tag_) +
-                        ") from " + describe_peer(pull.peer) +
-                        " with process_vm_readv: " + std::strerror(error) +
-                        (error == ESRCH ? " (the process has exited)" : ""));
+                        ") from " + describe_peer(pull.peer) + " with process_vm_readv: " +
+                        std::strerror(error) + (error == ESRCH ? " (the process has exited)" : ""));
     return;
   }
   // The sender writes its cancel record before it lets go of the buffer: one that is not in

@@ -204,10 +204,12 @@ TEST(ShmDevice, EmptyAddressMeansThePeerIsNotServed) {
   std::vector<uint8_t> buffer(16, 3), in(16);
   auto out_memory = m0->register_memory(buffer.data(), buffer.size());
   auto in_memory = m1->register_memory(in.data(), in.size());
-  EXPECT_THROW(m0->wait({m0->send(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
-               InvalidArgument);
-  EXPECT_THROW(m0->wait({m0->recv(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
-               InvalidArgument);
+  EXPECT_THROW(
+      m0->wait({m0->send(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
+      InvalidArgument);
+  EXPECT_THROW(
+      m0->wait({m0->recv(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
+      InvalidArgument);
   auto send = m0->send(1, 1, *out_memory, 0, 16);
   auto recv = m1->recv(0, 1, *in_memory, 0, 16);
   m1->wait({recv}, Deadline::after(std::chrono::seconds(10)));
@@ -233,9 +235,9 @@ TEST_P(Paths, EverySizeArrivesIntactBothWays) {
         auto& mesh = context.mesh();
         int peer = 1 - context.rank();
         uint64_t salt = 0;
-        for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{65535}, size_t{65536},
-                             size_t{65537}, size_t{262144}, size_t{3 * 262144 + 5},
-                             size_t{16} << 20}) {
+        for (size_t bytes :
+             {size_t{0}, size_t{1}, size_t{7}, size_t{65535}, size_t{65536}, size_t{65537},
+              size_t{262144}, size_t{3 * 262144 + 5}, size_t{16} << 20}) {
           ++salt;
           auto out = make_pattern(context.rank(), peer, bytes, salt);
           std::vector<uint8_t> in(bytes + 64, 0xEE);
