@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -100,100 +101,119 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   header_->context_id = context_id;
   header_->ready.store(1, std::memory_order_release);
 
-  for (auto& pair : pairs_) {
-    if (!pair || !pair->served) continue;
-    const int peer = pair->peer;
-    const std::string who = "rank " + std::to_string(peer) + " (pid " +
-                            std::to_string(pair->address.pid) + ", fd " +
-                            std::to_string(pair->address.fd) + ")";
-    std::string path =
-        "/proc/" + std::to_string(pair->address.pid) + "/fd/" + std::to_string(pair->address.fd);
-    Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-    if (!fd.valid()) {
-      throw ConnectionError(me + " cannot open the shared-memory segment of " + who + " at " +
-                            path + ": " + std::strerror(errno) +
-                            (errno == ENOENT ? " (that process is gone: a stale address from "
-                                               "an earlier job, or it failed)"
-                                             : ""));
-    }
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0 || static_cast<size_t>(info.st_size) < kHeaderBytes) {
-      throw ConnectionError(me + " rejected the segment of " + who +
-                            ": it is not a gloo_lite segment (too small)");
-    }
-    pair->remote.map(fd.get(), static_cast<size_t>(info.st_size), me + " mapping " + who);
-    auto* header = reinterpret_cast<SegmentHeader*>(pair->remote.data);
-    auto reject = [&](const std::string& why) {
-      throw ConnectionError(me + " rejected the segment of " + who + ": " + why +
-                            "; stale store keys from another job, or mismatched sizes?");
-    };
-    if (header->magic != kMagic) reject("not a gloo_lite segment (bad magic)");
-    if (header->version != kVersion) {
-      reject("protocol version " + std::to_string(header->version) + ", this rank speaks " +
-             std::to_string(kVersion));
-    }
-    if (header->nonce != pair->address.nonce || header->pid != pair->address.pid) {
-      reject("it is another segment than the address names (the descriptor was reused)");
-    }
-    if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
-      reject("its size disagrees with its header");
-    while (header->ready.load(std::memory_order_acquire) == 0) {
-      if (deadline.expired()) {
-        throw TimeoutError(me + ": " + who + " never published its segment before the deadline");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (header->context_id != context_id) {
-      reject("it belongs to another context or job (context id " +
-             std::to_string(header->context_id) + ")");
-    }
-    if (header->rank != peer || header->size != size_) {
-      reject("it is rank " + std::to_string(header->rank) + " of " + std::to_string(header->size));
-    }
-    Layout theirs = Layout::of(size_, header->ring_bytes);
-    if (theirs.segment_bytes != header->segment_bytes ||
-        header->inbox_stride != theirs.inbox_stride) {
-      reject("its layout is inconsistent");
-    }
-    RingView view;
-    view.attach(pair->remote.data, theirs, rank_);
-    if (view.control->reserved.load(std::memory_order_acquire) == 0) {
-      reject("it does not serve rank " + std::to_string(rank_) +
-             " over shared memory (the transport table chose differently there)");
-    }
-    pair->remote_header = header;
-    pair->writer.attach(view);
-    eager_bytes_ = std::min(eager_bytes_, pair->writer.max_payload() - kRecordBytes);
-    std::string why;
-    pair->cma = settings_.cma && probe_cma(pair->address.pid, *header, &why);
-    if (settings_.cma && !pair->cma) {
-      LOG_INFO("shm", me << ": process_vm_readv from " << who << " is not permitted (" << why
-                         << "); large messages are pipelined through the ring");
-    }
-    pair->pidfd = Fd(open_pidfd(pair->address.pid));
-    view.control->hello.store(1, std::memory_order_release);
-    ring_doorbell(header);
-  }
-
-  // Done when every served peer has mapped ours and said hello.
-  for (;;) {
-    uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
-    std::string late;
+  try {
     for (auto& pair : pairs_) {
       if (!pair || !pair->served) continue;
-      if (pair->inbox.control->hello.load(std::memory_order_acquire) == 0) {
-        late += (late.empty() ? "" : ", ") + describe_peer(pair->peer);
+      const int peer = pair->peer;
+      const std::string who = "rank " + std::to_string(peer) + " (pid " +
+                              std::to_string(pair->address.pid) + ", fd " +
+                              std::to_string(pair->address.fd) + ")";
+      std::string path =
+          "/proc/" + std::to_string(pair->address.pid) + "/fd/" + std::to_string(pair->address.fd);
+      Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+      if (!fd.valid()) {
+        throw ConnectionError(me + " cannot open the shared-memory segment of " + who + " at " +
+                              path + ": " + std::strerror(errno) +
+                              (errno == ENOENT ? " (that process is gone: a stale address from "
+                                                 "an earlier job, or it failed)"
+                                               : ""));
+      }
+      struct stat info {};
+      if (::fstat(fd.get(), &info) != 0 || static_cast<size_t>(info.st_size) < kHeaderBytes) {
+        throw ConnectionError(me + " rejected the segment of " + who +
+                              ": it is not a gloo_lite segment (too small)");
+      }
+      pair->remote.map(fd.get(), static_cast<size_t>(info.st_size), me + " mapping " + who);
+      auto* header = reinterpret_cast<SegmentHeader*>(pair->remote.data);
+      auto reject = [&](const std::string& why) {
+        throw ConnectionError(me + " rejected the segment of " + who + ": " + why +
+                              "; stale store keys from another job, or mismatched sizes?");
+      };
+      if (header->magic != kMagic) reject("not a gloo_lite segment (bad magic)");
+      if (header->version != kVersion) {
+        reject("protocol version " + std::to_string(header->version) + ", this rank speaks " +
+               std::to_string(kVersion));
+      }
+      if (header->nonce != pair->address.nonce || header->pid != pair->address.pid) {
+        reject("it is another segment than the address names (the descriptor was reused)");
+      }
+      if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
+        reject("its size disagrees with its header");
+      while (header->ready.load(std::memory_order_acquire) == 0) {
+        if (deadline.expired()) {
+          throw TimeoutError(me + ": " + who + " never published its segment before the deadline");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      if (header->context_id != context_id) {
+        reject("it belongs to another context or job (context id " +
+               std::to_string(header->context_id) + ")");
+      }
+      if (header->rank != peer || header->size != size_) {
+        reject("it is rank " + std::to_string(header->rank) + " of " +
+               std::to_string(header->size));
+      }
+      Layout theirs = Layout::of(size_, header->ring_bytes);
+      if (theirs.segment_bytes != header->segment_bytes ||
+          header->inbox_stride != theirs.inbox_stride) {
+        reject("its layout is inconsistent");
+      }
+      RingView view;
+      view.attach(pair->remote.data, theirs, rank_);
+      if (view.control->reserved.load(std::memory_order_acquire) == 0) {
+        reject("it does not serve rank " + std::to_string(rank_) +
+               " over shared memory (the transport table chose differently there)");
+      }
+      pair->remote_header = header;
+      pair->writer.attach(view);
+      eager_bytes_ = std::min(eager_bytes_, pair->writer.max_payload() - kRecordBytes);
+      std::string why;
+      pair->cma = settings_.cma && probe_cma(pair->address.pid, *header, &why);
+      if (settings_.cma && !pair->cma) {
+        LOG_INFO("shm", me << ": process_vm_readv from " << who << " is not permitted (" << why
+                           << "); large messages are pipelined through the ring");
+      }
+      pair->pidfd = Fd(open_pidfd(pair->address.pid));
+      view.control->hello.store(1, std::memory_order_release);
+      ring_doorbell(header);
+    }
+
+    // Done when every served peer has mapped ours and said hello.
+    for (;;) {
+      uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
+      std::string late;
+      for (auto& pair : pairs_) {
+        if (!pair || !pair->served) continue;
+        InboxControl* control = pair->inbox.control;
+        if (control->close_state.load(std::memory_order_acquire) != 0) {
+          // It gave up (its own connect failed): say why now rather than at the deadline.
+          size_t bytes = std::min<size_t>(control->close_text_bytes, kCloseTextBytes);
+          throw ConnectionError(me + ": " + describe_peer(pair->peer) + " aborted while " +
+                                "connecting: " + std::string(control->close_text, bytes));
+        }
+        if (control->hello.load(std::memory_order_acquire) == 0) {
+          late += (late.empty() ? "" : ", ") + describe_peer(pair->peer);
+        }
+      }
+      if (late.empty()) break;
+      if (deadline.expired()) {
+        throw TimeoutError(me + ": " + late +
+                           " never mapped this rank's shared-memory segment before the deadline: "
+                           "are those ranks running, and in the same job?");
+      }
+      header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      futex_wait(&header_->doorbell, seen, kConnectSliceUs);
+      header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  } catch (const std::exception& e) {
+    // Peers that already mapped this rank would otherwise wait on it until their deadline.
+    for (auto& pair : pairs_) {
+      if (pair && pair->served) {
+        write_close(*pair, CloseState::kAbort, ErrorKind::kConnection,
+                    "rank " + std::to_string(rank_) + " failed to connect: " + e.what());
       }
     }
-    if (late.empty()) break;
-    if (deadline.expired()) {
-      throw TimeoutError(me + ": " + late +
-                         " never mapped this rank's shared-memory segment before the deadline: "
-                         "are those ranks running, and in the same job?");
-    }
-    header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-    futex_wait(&header_->doorbell, seen, kConnectSliceUs);
-    header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    throw;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& pair : pairs_) {

@@ -173,6 +173,50 @@ TEST(ShmHandshake, PeerThatNeverMapsIsNamedAtTheDeadline) {
   EXPECT_LT(elapsed_ms(start), 3000);
 }
 
+// Rank 2 maps rank 0, then rejects rank 1's (forged) segment: rank 0, which it had already
+// greeted, learns at once that rank 2 gave up and why, instead of at its deadline.
+TEST(ShmHandshake, RankWhoseConnectFailsTellsThePeersItGreeted) {
+  auto device = shm::create_device();
+  std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  for (int rank = 0; rank < 3; ++rank) meshes.push_back(device->create_mesh(rank, 3, {}));
+  std::vector<std::string> addresses;
+  for (auto& mesh : meshes) addresses.push_back(mesh->address());
+  auto forged = shm::Address::parse(addresses[1]);
+  forged->nonce ^= 1;
+  std::string rank2_error;
+  std::thread rank2([&] {
+    try {
+      meshes[2]->connect({addresses[0], forged->encode(), addresses[2]}, 5,
+                         Deadline::after(std::chrono::seconds(10)));
+    } catch (const Error& e) {
+      rank2_error = e.what();
+    }
+  });
+  std::thread rank1([&] {
+    try {
+      meshes[1]->connect(addresses, 5, Deadline::after(std::chrono::milliseconds(1500)));
+    } catch (const Error&) {
+    }
+  });
+  auto start = Clock::now();
+  std::string error;
+  try {
+    meshes[0]->connect(addresses, 5, Deadline::after(std::chrono::seconds(10)));
+    int value = 0;
+    auto memory = meshes[0]->register_memory(&value, sizeof(value));
+    meshes[0]->wait({meshes[0]->recv(2, 1, *memory, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(10)));
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  rank2.join();
+  rank1.join();
+  EXPECT_EQ(contains_msg(rank2_error, "rank 1"), "");
+  EXPECT_EQ(contains_msg(error, "rank 2"), "");
+  EXPECT_EQ(contains_msg(error, "failed to connect"), "");
+  EXPECT_LT(elapsed_ms(start), 3000);
+}
+
 TEST(ShmDevice, CanConnectIsSymmetricAndNeedsTheSameHostAndNamespace) {
   auto device = shm::create_device();
   auto a = device->create_mesh(0, 2, {});
