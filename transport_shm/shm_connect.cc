@@ -185,15 +185,16 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       for (auto& pair : pairs_) {
         if (!pair || !pair->served) continue;
         InboxControl* control = pair->inbox.control;
-        if (control->close_state.load(std::memory_order_acquire) != 0) {
+        if (control->hello.load(std::memory_order_acquire) != 0) continue;
+        if (control->close_state.load(std::memory_order_acquire) ==
+            static_cast<uint32_t>(CloseState::kAbort)) {
           // It gave up (its own connect failed): say why now rather than at the deadline.
           size_t bytes = std::min<size_t>(control->close_text_bytes, kCloseTextBytes);
-          throw ConnectionError(me + ": " + describe_peer(pair->peer) + " aborted while " +
-                                "connecting: " + std::string(control->close_text, bytes));
+          throw ConnectionError(
+              me + ": " + describe_peer(pair->peer) +
+              " aborted while connecting: " + std::string(control->close_text, bytes));
         }
-        if (control->hello.load(std::memory_order_acquire) == 0) {
-          late += (late.empty() ? "" : ", ") + describe_peer(pair->peer);
-        }
+        late += (late.empty() ? "" : ", ") + describe_peer(pair->peer);
       }
       if (late.empty()) break;
       if (deadline.expired()) {
