@@ -32,9 +32,12 @@ void ShmMesh::queue_record(Pair& pair, OutRecord out) {
     return;
   }
   // Records to one peer keep their order: write now only behind an empty queue.
-  if (pair.out.empty() && write_one(pair, out)) {
-    ring_doorbell(pair.remote_header);
-    return;
+  if (pair.out.empty()) {
+    size_t before = out.offset;
+    bool all = write_one(pair, out);
+    // A stream may have left some chunks before the ring filled: the reader must know.
+    if (all || out.offset != before) ring_doorbell(pair.remote_header);
+    if (all) return;
   }
   pair.out.push_back(std::move(out));
   push(pair);
