@@ -344,6 +344,38 @@ TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
       env()));
 }
 
+// Every record rings its reader's doorbell: 20 round trips of 1 MiB take milliseconds each,
+// so a wake-up lost to the 100 ms sleep slice (2 s in all) shows.
+TEST_P(Paths, LargePingPongIsNotPacedBySleepSlices) {
+  expect_all_ok(run_shm(
+      2,
+      [](Context& context) {
+        auto& mesh = context.mesh();
+        constexpr size_t kBytes = 1 << 20;
+        constexpr int kRounds = 20;
+        int peer = 1 - context.rank();
+        auto data = make_pattern(0, 1, kBytes, 3);
+        std::vector<uint8_t> in(kBytes);
+        auto out_memory = mesh.register_memory(data.data(), kBytes);
+        auto in_memory = mesh.register_memory(in.data(), kBytes);
+        mesh.wait({mesh.send(peer, 1, *out_memory, 0, 8), mesh.recv(peer, 1, *in_memory, 0, 8)},
+                  context.deadline());
+        auto start = Clock::now();
+        for (int round = 0; round < kRounds; ++round) {
+          if (context.rank() == 0) {
+            mesh.wait({mesh.send(1, 2, *out_memory, 0, kBytes)}, context.deadline());
+            mesh.wait({mesh.recv(1, 3, *in_memory, 0, kBytes)}, context.deadline());
+          } else {
+            mesh.wait({mesh.recv(0, 2, *in_memory, 0, kBytes)}, context.deadline());
+            mesh.wait({mesh.send(0, 3, *out_memory, 0, kBytes)}, context.deadline());
+          }
+        }
+        EXPECT_EQ(first_mismatch(in, 0, 1, 3), -1);
+        EXPECT_LT(elapsed_ms(start), 1500) << kRounds << " round trips of 1 MiB";
+      },
+      env()));
+}
+
 // A ring of 16 KiB: every message of more than 4 KiB is a rendezvous, pipelined in chunks of
 // a quarter of the ring without CMA.
 TEST_P(Paths, TinyRingCarriesLargeMessages) {
