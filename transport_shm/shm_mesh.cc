@@ -175,7 +175,7 @@ void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t see
   if (!oversubscribed_ && settings_.spin_us > 0) {
     // A CPU per local rank: poll the doorbell briefly; a message usually comes within it.
     auto stop = Clock::now() + std::chrono::microseconds(settings_.spin_us);
-    for (int i = 0; !rang; ++i) {
+    while (!rang) {
       for (int k = 0; k < 64 && !rang; ++k) {
         cpu_relax();
         rang = doorbell.load(std::memory_order_acquire) != seen;

@@ -493,6 +493,42 @@ TEST(ShmFaults, KilledRankFailsSurvivorsInACollective) {
   }
 }
 
+// The abort notice lies outside the ring: it arrives although rank 1 filled rank 0's ring first
+// (rank 0 reads nothing until then), and after the messages that were already in the ring.
+TEST(ShmFaults, AbortReachesAPeerWhoseRingIsFull) {
+  expect_all_ok(run_shm(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    constexpr int kMessages = 64;
+    constexpr size_t kBytes = 60000;  // 3.6 MB of eager messages: many rings full
+    std::vector<uint8_t> data = make_pattern(1, 0, kBytes, 5);
+    auto memory = mesh.register_memory(data.data(), kBytes);
+    if (context.rank() == 1) {
+      std::vector<transport::RequestPtr> sends;
+      for (int i = 0; i < kMessages; ++i) sends.push_back(mesh.send(0, 7, *memory, 0, kBytes));
+      EXPECT_FALSE(sends.back()->test()) << "the ring should be full";
+      context.abort("disk full on rank 1");
+      sleep(1);  // alive: rank 0 must learn from the notice, not from the process ending
+      return;
+    }
+    usleep(300000);
+    std::vector<uint8_t> in(kBytes);
+    auto in_memory = mesh.register_memory(in.data(), kBytes);
+    auto start = Clock::now();
+    try {
+      // What was in the ring before the abort is delivered; the rest fails with its cause.
+      for (int i = 0; i < kMessages; ++i) {
+        mesh.wait({mesh.recv(1, 7, *in_memory, 0, kBytes)},
+                  Deadline::after(std::chrono::seconds(30)));
+        ASSERT_EQ(first_mismatch(in, 1, 0, 5), -1) << "message " << i;
+      }
+      ADD_FAILURE() << "every message arrived although rank 1 aborted with most of them queued";
+    } catch (const ConnectionError& e) {
+      EXPECT_EQ(contains_msg(e.what(), "disk full on rank 1"), "");
+    }
+    EXPECT_LT(elapsed_ms(start), 2000);
+  }));
+}
+
 // A stopped peer is alive: the wait ends at its deadline with a TimeoutError naming it.
 TEST(ShmFaults, StoppedPeerTimesOutNamingIt) {
   expect_all_ok(run_shm(2, [](Context& context) {
