@@ -156,7 +156,6 @@ void ShmMesh::drain(Pair& pair) {
   uint64_t head = control->head.load(std::memory_order_acquire);
   uint64_t tail = control->tail.load(std::memory_order_relaxed);
   const uint32_t capacity = pair.inbox.capacity;
-  bool consumed = false;
   while (tail != head && pair.open) {
     size_t position = static_cast<size_t>(tail % capacity);
     size_t to_end = capacity - position;
@@ -176,7 +175,6 @@ void ShmMesh::drain(Pair& pair) {
       if (!dispatch(pair, record, at + kRecordBytes)) break;
       tail += footprint;
     }
-    consumed = true;
     control->tail.store(tail, std::memory_order_seq_cst);
     // A producer that found the ring full waits for our doorbell.
     if (control->writer_waiting.load(std::memory_order_seq_cst) != 0 &&
@@ -184,7 +182,6 @@ void ShmMesh::drain(Pair& pair) {
       ring_doorbell(pair.remote_header);
     }
   }
-  (void)consumed;
   if (pair.open && state != CloseState::kOpen) on_close_notice(pair, state);
 }
 
