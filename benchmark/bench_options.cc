@@ -33,8 +33,9 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
                            scatter, broadcast, alltoall, barrier, a comma list, or all
       --json FILE          also write every row as JSON (rank 0)
   -I, --per-iteration      time every iteration and print its p50 and p99 (max over ranks)
-  -t, --transport NAME     tcp or ibverbs (when built with libibverbs); sets GLOO_LITE_TRANSPORT
-                           for this run (default: GLOO_LITE_TRANSPORT, else tcp)
+  -t, --transport NAME     tcp, shm, or ibverbs (when built with libibverbs); sets
+                           GLOO_LITE_TRANSPORT for this run (default: GLOO_LITE_TRANSPORT,
+                           else tcp)
       --overlap MS         instead of the bandwidth tables: per size, the blocking call's
                            time, MS ms of CPU-bound computation alone, and the non-blocking
                            call started before the computation and waited for after it, with
@@ -143,8 +144,9 @@ void apply(Options& options, int flag, const char* value, const char* word) {
       break;
     case 't':
       options.transport = value;
-      if (options.transport != "tcp" && options.transport != "ibverbs") {
-        usage_error("-t wants tcp or ibverbs, got '" + options.transport + "'");
+      if (options.transport != "tcp" && options.transport != "shm" &&
+          options.transport != "ibverbs") {
+        usage_error("-t wants tcp, shm or ibverbs, got '" + options.transport + "'");
       }
       break;
     case 'I':

@@ -106,6 +106,26 @@ const std::vector<Knob>& gloo_lite_knobs() {
        bytes(1, 64 * kGiB)},
       {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)",
        bytes(0, kGiB)},
+      {"GLOO_LITE_SHM_RING_BYTES", "262144",
+       "Shared memory: bytes of each inbox ring (one per peer in each rank's segment, reserved "
+       "at connect)",
+       bytes(16 * kKiB, kGiB)},
+      {"GLOO_LITE_SHM_EAGER_BYTES", "65536",
+       "Shared memory: messages up to this size are copied through the ring; larger ones are "
+       "read straight from the sender (at most a quarter of the ring)",
+       bytes(0, kGiB)},
+      {"GLOO_LITE_SHM_UNEXPECTED_BYTES", "67108864",
+       "Shared memory: bound on eager payloads buffered before their receive is posted, per "
+       "context; beyond it the sender waits for ring space, nothing is dropped",
+       bytes(1, 64 * kGiB)},
+      {"GLOO_LITE_SHM_CMA", "1",
+       "Shared memory: 1 copies large messages once with process_vm_readv where the connect "
+       "probe allows it; 0 always pipelines them through the ring",
+       on_off()},
+      {"GLOO_LITE_SHM_SPIN_US", "50",
+       "Shared memory: microseconds a waiter polls its doorbell before sleeping, when this "
+       "host has a CPU per local rank (otherwise it yields, then sleeps)",
+       integer(0, 1000000)},
       {"GLOO_LITE_IB_DEVICE", "",
        "ibverbs: RDMA device and port, name[:port] (e.g. mlx5_0:1); default the first ACTIVE port",
        text()},
@@ -172,9 +192,10 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace",
        one_of("error warn info debug trace")},
       {"GLOO_LITE_LOG_SUBSYS", "all",
-       "Comma list of subsystems to log (store, tcp, ibverbs, context, launcher, coll, config) "
+       "Comma list of subsystems to log (store, tcp, ibverbs, shm, context, launcher, coll, "
+       "config) "
        "or all",
-       list_of("all store tcp ibverbs context launcher coll config")},
+       list_of("all store tcp ibverbs shm context launcher coll config")},
   };
   return knobs;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -124,6 +125,13 @@ bool is_stopped(int pid) {
 // breaking the pair: the buffer no longer changes once the wait has thrown, the sender's send
 // completes (the message went to the cancelled receive), and the next message goes through.
 TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
+  const char* transport = std::getenv("GLOO_LITE_TEST_TRANSPORT");
+  const char* cma = std::getenv("GLOO_LITE_SHM_CMA");
+  if (transport != nullptr && std::string(transport) == "shm" &&
+      (cma == nullptr || std::string(cma) != "0")) {
+    GTEST_SKIP() << "shm with CMA copies the message from the stopped sender's memory, so the "
+                    "receive completes; the GLOO_LITE_SHM_CMA=0 run covers this case";
+  }
   constexpr size_t kBytes = 1 << 20;  // a rendezvous on every transport
   expect_all_ok(run_context_processes(2, [](Context& context) {
     auto& mesh = context.mesh();

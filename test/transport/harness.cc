@@ -5,6 +5,7 @@
 #include "rendezvous/stores.h"
 
 #include "gloo_lite/base/error.h"
+#include "transport_shm/shm_device.h"
 #include "transport_tcp/tcp_device.h"
 #ifdef GLOO_LITE_HAVE_IBVERBS
 #include "transport_ibverbs/ib_device.h"
@@ -27,6 +28,8 @@ std::shared_ptr<transport::Device> loopback_device() {
         "GLOO_LITE_TEST_TRANSPORT=ibverbs, but gloo_lite was built without libibverbs");
 #endif
   }
+  // GLOO_LITE_TEST_TRANSPORT=shm: the shared-memory transport (every rank is on this host).
+  if (chosen != nullptr && std::string(chosen) == "shm") return shm::create_device();
   tcp::DeviceOptions options;
   options.hostname = "127.0.0.1";
   return tcp::create_device(options);

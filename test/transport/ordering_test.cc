@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "test/transport/harness.h"
 
@@ -21,6 +23,13 @@ constexpr size_t kSmall = 100;      // eager
 // well before rank 0 wakes, so rank 0's transport answered the handshake and wrote the data on
 // its own. Each round starts with a small exchange, which leaves rank 0's connection parked.
 TEST(Ordering, SenderThatDoesNotWaitStillDelivers) {
+  const char* transport = std::getenv("GLOO_LITE_TEST_TRANSPORT");
+  const char* cma = std::getenv("GLOO_LITE_SHM_CMA");
+  if (transport != nullptr && std::string(transport) == "shm" && cma != nullptr &&
+      std::string(cma) == "0") {
+    GTEST_SKIP() << "shm without CMA pipelines a large message only while its sender waits or "
+                    "tests (there is no progress thread, docs/transport-shm.md)";
+  }
   expect_all_ok(run_context_processes(2, [](Context& context) {
     auto& mesh = context.mesh();
     const size_t bytes = 4 << 20;

@@ -1,0 +1,33 @@
+// Internal: a shared-memory mesh's address, "shm1,<pid>,<fd>,<nonce>,<shm dev>,<user ns>,<host>":
+// where its segment is (a memfd that peers open as /proc/<pid>/fd/<fd>, holding `nonce`) and
+// the facts that decide whether two ranks can share memory at all: the same kernel (boot id),
+// the same /dev/shm device and the same user namespace. No spaces: contexts publish addresses
+// in whitespace-separated records.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gloo_lite::shm {
+
+struct Address {
+  int pid = 0;
+  int fd = -1;
+  uint64_t nonce = 0;
+  uint64_t shm_device = 0;  // st_dev of /dev/shm
+  uint64_t user_ns = 0;     // st_ino of /proc/self/ns/user
+  std::string host;         // gloo_lite::host_identity()
+
+  std::string encode() const;
+  static std::optional<Address> parse(const std::string& text);
+  // The same machine, /dev/shm and user namespace: this pair may share memory.
+  bool shares_memory_with(const Address& other) const {
+    return host == other.host && shm_device == other.shm_device && user_ns == other.user_ns;
+  }
+};
+
+// This process's facts (pid, /dev/shm device, user namespace, host); fd and nonce left unset.
+Address local_address();
+
+}  // namespace gloo_lite::shm

@@ -1,0 +1,147 @@
+// Internal: the layout of a shared-memory mesh's segment and the single-producer single-consumer
+// rings in it (docs/transport-shm.md). Each rank owns one segment per mesh, a memfd that peers
+// map through /proc/<pid>/fd/<fd>: a header (identity, the doorbell futex word, the sleepers
+// count) and one inbox per rank of the context, which only that rank writes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gloo_lite::shm {
+
+constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kLine = 64;
+constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
+constexpr size_t kCloseTextBytes = 2048;
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain words");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");
+
+// Written once by the owner before `ready`; read by peers to verify whom they mapped.
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t ring_bytes;  // data bytes of each inbox's ring
+  uint64_t nonce;       // also in the address: a reused pid and fd cannot pass for this segment
+  int32_t pid;
+  int32_t rank;
+  int32_t size;
+  uint32_t reserved0;
+  uint64_t inbox_stride;   // bytes from one inbox to the next
+  uint64_t segment_bytes;  // the whole memfd
+  uint64_t probe_address;  // a word in the owner's memory, for the process_vm_readv probe
+  alignas(kLine) uint64_t probe_value;  // what that word holds
+  uint64_t context_id;                  // valid once ready
+  std::atomic<uint32_t> ready;          // 1: the connect-time fields are written
+  // The doorbell: every writer bumps it after a record; the owner sleeps on it (FUTEX_WAIT on a
+  // shared mapping). Writers wake only when `sleepers` is non-zero.
+  alignas(kLine) std::atomic<uint32_t> doorbell;
+  alignas(kLine) std::atomic<uint32_t> sleepers;
+};
+static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "the header must fit its page");
+
+// Why a producer closed its side of a pair, out of band (a full ring cannot hold it back).
+enum class CloseState : uint32_t { kOpen = 0, kGoodbye = 1, kAbort = 2, kMismatch = 3 };
+
+// The control block of one inbox. head, tail and the waiting flag sit on their own lines: the
+// producer writes head and the flag, the consumer writes tail.
+struct InboxControl {
+  alignas(kLine) std::atomic<uint64_t> head;  // bytes ever written (producer)
+  alignas(kLine) std::atomic<uint64_t> tail;  // bytes ever consumed (consumer)
+  // Set by a producer that found the ring full; the consumer clears it and rings the
+  // producer's doorbell after it made room.
+  alignas(kLine) std::atomic<uint32_t> writer_waiting;
+  // The owner (consumer) reserved this inbox's pages (posix_fallocate): it serves this producer.
+  alignas(kLine) std::atomic<uint32_t> reserved;
+  // The producer mapped this segment and verified its header (the connect handshake).
+  std::atomic<uint32_t> hello;
+  // Close notice from the producer: the state is stored last (release).
+  alignas(kLine) std::atomic<uint32_t> close_state;
+  uint32_t close_kind;  // transport::ErrorKind of an abort
+  uint64_t close_tag;
+  uint64_t close_posted;
+  uint64_t close_sent;
+  uint32_t close_text_bytes;
+  char close_text[kCloseTextBytes];
+};
+
+constexpr size_t kInboxControlBytes = (sizeof(InboxControl) + kLine - 1) / kLine * kLine;
+
+// A record in a ring: 8-byte aligned, never wraps (a skip record, or less than a header of room,
+// pads the end of the ring).
+enum class RecordKind : uint32_t {
+  kSkip = 1,
+  kEager = 2,          // payload: the message
+  kReadyToSend = 3,    // a = send id, b = sender's buffer address (0: no CMA)
+  kClearToSend = 4,    // a = send id, b = recv id (the pipelined fallback)
+  kData = 5,           // a = recv id, b = offset; payload: a chunk
+  kDone = 6,           // a = send id: the receiver copied the message (CMA)
+  kCancel = 7,         // a = send id: the sender took the message back
+  kSendCancelled = 8,  // a = recv id: the sender's answer to a clear-to-send it cannot serve
+};
+
+struct Record {
+  uint32_t kind;
+  uint32_t payload_bytes;
+  uint64_t tag;
+  uint64_t fingerprint;
+  uint64_t length;  // the message's length
+  uint64_t a;
+  uint64_t b;
+};
+constexpr size_t kRecordBytes = sizeof(Record);
+static_assert(kRecordBytes % 8 == 0, "records are 8-byte aligned");
+
+inline size_t record_footprint(size_t payload) { return (kRecordBytes + payload + 7) & ~size_t{7}; }
+
+// Where things are in a segment of `size` ranks with rings of `ring_bytes`.
+struct Layout {
+  uint32_t ring_bytes = 0;
+  uint64_t inbox_stride = 0;
+  uint64_t segment_bytes = 0;
+  static Layout of(int size, uint32_t ring_bytes);
+  uint64_t inbox_offset(int producer) const {
+    return kHeaderBytes + static_cast<uint64_t>(producer) * inbox_stride;
+  }
+};
+
+// One side of a ring, seen from this process: a control block and the data after it.
+struct RingView {
+  InboxControl* control = nullptr;
+  uint8_t* data = nullptr;
+  uint32_t capacity = 0;
+  void attach(uint8_t* segment, const Layout& layout, int producer);
+};
+
+// The producer's end. `head` is this process's copy (it is the only writer).
+class RingWriter {
+ public:
+  void attach(const RingView& view) {
+    view_ = view;
+    head_ = view.control->head.load(std::memory_order_relaxed);
+  }
+  // The largest payload one record can carry in this ring.
+  size_t max_payload() const { return view_.capacity / 4; }
+  // Writes one record with `payload` if it fits now; false: the ring is full.
+  bool try_write(const Record& record, const void* payload, size_t bytes);
+  // Announces a full ring (the consumer will ring our doorbell) and checks once more.
+  bool has_room_after_announcing(size_t payload);
+  InboxControl* control() const { return view_.control; }
+
+ private:
+  bool fits(size_t need, uint64_t tail, size_t* pad) const;
+  RingView view_;
+  uint64_t head_ = 0;
+};
+
+// Futex helpers on a shared (not process-private) word.
+void futex_wake_all(std::atomic<uint32_t>* word);
+// Sleeps while *word == expected, at most `timeout_us`.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us);
+// Bumps the doorbell of `header` and wakes its sleepers, if any.
+void ring_doorbell(SegmentHeader* header);
+
+}  // namespace gloo_lite::shm

@@ -1,0 +1,258 @@
+// Connecting and closing a shared-memory mesh. Each rank reserves the inboxes of the peers it
+// serves in its own segment, publishes it (ready), then maps every served peer's segment
+// through /proc/<pid>/fd/<fd> and verifies its header (magic, version, nonce, context id, rank,
+// size), probes whether process_vm_readv may read the peer, and says hello in its inbox there.
+// Connect completes once every served peer has said hello in ours.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/host.h"
+#include "gloo_lite/base/log.h"
+#include "transport_shm/shm_mesh.h"
+
+namespace gloo_lite::shm {
+namespace {
+
+constexpr int64_t kConnectSliceUs = 2000;
+
+int open_pidfd(int pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// Whether this process may read `pid`'s memory: one 8-byte process_vm_readv of a known word.
+bool probe_cma(int pid, const SegmentHeader& header, std::string* why) {
+  uint64_t value = 0;
+  iovec local{&value, sizeof(value)};
+  iovec remote{reinterpret_cast<void*>(header.probe_address), sizeof(value)};
+  ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n == static_cast<ssize_t>(sizeof(value)) && value == header.probe_value) return true;
+  *why = n < 0 ? std::strerror(errno) : "the probe word read back wrong";
+  return false;
+}
+
+}  // namespace
+
+void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t context_id,
+                      const Deadline& deadline) {
+  if (static_cast<int>(addresses.size()) != size_) {
+    throw InvalidArgument("connect: " + std::to_string(addresses.size()) +
+                          " addresses for a context of " + std::to_string(size_) + " ranks");
+  }
+  const std::string me = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+  int served = 0;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    auto pair = std::make_unique<Pair>();
+    pair->peer = peer;
+    if (!addresses[peer].empty()) {
+      auto parsed = Address::parse(addresses[peer]);
+      if (!parsed) {
+        throw ConnectionError(me + ": the address of rank " + std::to_string(peer) + " ('" +
+                              addresses[peer] + "') is not a shared-memory address");
+      }
+      if (!parsed->shares_memory_with(address_)) {
+        throw ConnectionError(me + ": rank " + std::to_string(peer) +
+                              " is on another host, /dev/shm or user namespace (" + parsed->host +
+                              "); it cannot be reached over shared memory");
+      }
+      pair->served = true;
+      pair->address = *parsed;
+      ++served;
+    } else {
+      pair->failure = {ErrorKind::kInvalid, "this shared-memory mesh does not serve rank " +
+                                                std::to_string(peer) + " (another transport does)"};
+    }
+    pairs_[peer] = std::move(pair);
+  }
+  // Ranks per CPU on this host decide the waiting policy: everyone this mesh serves is local.
+  oversubscribed_ = served + 1 > count_cpus(usable_cpu_mask());
+
+  // Reserve the inboxes now, so that a full /dev/shm or memfd limit is this error and never a
+  // SIGBUS on a later write.
+  for (auto& pair : pairs_) {
+    if (!pair || !pair->served) continue;
+    int error =
+        ::posix_fallocate(memfd_.get(), static_cast<off_t>(layout_.inbox_offset(pair->peer)),
+                          static_cast<off_t>(layout_.inbox_stride));
+    if (error != 0) {
+      throw ConnectionError(me + " cannot reserve " + std::to_string(layout_.inbox_stride) +
+                            " bytes of shared memory for the inbox of rank " +
+                            std::to_string(pair->peer) + ": " + std::strerror(error) +
+                            " (shared memory is full or limited); free /dev/shm, lower "
+                            "GLOO_LITE_SHM_RING_BYTES, or use GLOO_LITE_TRANSPORT=tcp");
+    }
+    pair->inbox.attach(segment_.data, layout_, pair->peer);
+    pair->inbox.control->reserved.store(1, std::memory_order_release);
+  }
+  header_->context_id = context_id;
+  header_->ready.store(1, std::memory_order_release);
+
+  try {
+    for (auto& pair : pairs_) {
+      if (!pair || !pair->served) continue;
+      const int peer = pair->peer;
+      const std::string who = "rank " + std::to_string(peer) + " (pid " +
+                              std::to_string(pair->address.pid) + ", fd " +
+                              std::to_string(pair->address.fd) + ")";
+      std::string path =
+          "/proc/" + std::to_string(pair->address.pid) + "/fd/" + std::to_string(pair->address.fd);
+      Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+      if (!fd.valid()) {
+        throw ConnectionError(me + " cannot open the shared-memory segment of " + who + " at " +
+                              path + ": " + std::strerror(errno) +
+                              (errno == ENOENT ? " (that process is gone: a stale address from "
+                                                 "an earlier job, or it failed)"
+                                               : ""));
+      }
+      struct stat info {};
+      if (::fstat(fd.get(), &info) != 0 || static_cast<size_t>(info.st_size) < kHeaderBytes) {
+        throw ConnectionError(me + " rejected the segment of " + who +
+                              ": it is not a gloo_lite segment (too small)");
+      }
+      pair->remote.map(fd.get(), static_cast<size_t>(info.st_size), me + " mapping " + who);
+      auto* header = reinterpret_cast<SegmentHeader*>(pair->remote.data);
+      auto reject = [&](const std::string& why) {
+        throw ConnectionError(me + " rejected the segment of " + who + ": " + why +
+                              "; stale store keys from another job, or mismatched sizes?");
+      };
+      if (header->magic != kMagic) reject("not a gloo_lite segment (bad magic)");
+      if (header->version != kVersion) {
+        reject("protocol version " + std::to_string(header->version) + ", this rank speaks " +
+               std::to_string(kVersion));
+      }
+      if (header->nonce != pair->address.nonce || header->pid != pair->address.pid) {
+        reject("it is another segment than the address names (the descriptor was reused)");
+      }
+      if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
+        reject("its size disagrees with its header");
+      while (header->ready.load(std::memory_order_acquire) == 0) {
+        if (deadline.expired()) {
+          throw TimeoutError(me + ": " + who + " never published its segment before the deadline");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      if (header->context_id != context_id) {
+        reject("it belongs to another context or job (context id " +
+               std::to_string(header->context_id) + ")");
+      }
+      if (header->rank != peer || header->size != size_) {
+        reject("it is rank " + std::to_string(header->rank) + " of " +
+               std::to_string(header->size));
+      }
+      Layout theirs = Layout::of(size_, header->ring_bytes);
+      if (theirs.segment_bytes != header->segment_bytes ||
+          header->inbox_stride != theirs.inbox_stride) {
+        reject("its layout is inconsistent");
+      }
+      RingView view;
+      view.attach(pair->remote.data, theirs, rank_);
+      if (view.control->reserved.load(std::memory_order_acquire) == 0) {
+        reject("it does not serve rank " + std::to_string(rank_) +
+               " over shared memory (the transport table chose differently there)");
+      }
+      pair->remote_header = header;
+      pair->writer.attach(view);
+      eager_bytes_ = std::min(eager_bytes_, pair->writer.max_payload() - kRecordBytes);
+      std::string why;
+      pair->cma = settings_.cma && probe_cma(pair->address.pid, *header, &why);
+      if (settings_.cma && !pair->cma) {
+        LOG_INFO("shm", me << ": process_vm_readv from " << who << " is not permitted (" << why
+                           << "); large messages are pipelined through the ring");
+      }
+      pair->pidfd = Fd(open_pidfd(pair->address.pid));
+      view.control->hello.store(1, std::memory_order_release);
+      ring_doorbell(header);
+    }
+
+    // Done when every served peer has mapped ours and said hello.
+    for (;;) {
+      uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
+      std::string late;
+      for (auto& pair : pairs_) {
+        if (!pair || !pair->served) continue;
+        InboxControl* control = pair->inbox.control;
+        if (control->hello.load(std::memory_order_acquire) != 0) continue;
+        if (control->close_state.load(std::memory_order_acquire) ==
+            static_cast<uint32_t>(CloseState::kAbort)) {
+          // It gave up (its own connect failed): say why now rather than at the deadline.
+          size_t bytes = std::min<size_t>(control->close_text_bytes, kCloseTextBytes);
+          throw ConnectionError(
+              me + ": " + describe_peer(pair->peer) +
+              " aborted while connecting: " + std::string(control->close_text, bytes));
+        }
+        late += (late.empty() ? "" : ", ") + describe_peer(pair->peer);
+      }
+      if (late.empty()) break;
+      if (deadline.expired()) {
+        throw TimeoutError(me + ": " + late +
+                           " never mapped this rank's shared-memory segment before the deadline: "
+                           "are those ranks running, and in the same job?");
+      }
+      header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      futex_wait(&header_->doorbell, seen, kConnectSliceUs);
+      header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  } catch (const std::exception& e) {
+    // Peers that already mapped this rank would otherwise wait on it until their deadline.
+    for (auto& pair : pairs_) {
+      if (pair && pair->served) {
+        write_close(*pair, CloseState::kAbort, ErrorKind::kConnection,
+                    "rank " + std::to_string(rank_) + " failed to connect: " + e.what());
+      }
+    }
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& pair : pairs_) {
+    if (pair && pair->served) pair->open = true;
+  }
+}
+
+void ShmMesh::close_all() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (closed_) return;
+  closed_ = true;
+  // Let queued records leave, briefly: a peer still reading gets our last messages.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    bool queued = false;
+    for (auto& pair : pairs_) queued = queued || (pair && pair->open && !pair->out.empty());
+    if (!queued || std::chrono::steady_clock::now() >= until) break;
+    progress();
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    lock.lock();
+  }
+  // A context that failed closes with its failure, not a goodbye: a peer still waiting on this
+  // rank then learns the root cause (say, which rank died) instead of "closed".
+  const Failure& failure = mesh_failure();
+  for (auto& pair : pairs_) {
+    if (!pair || !pair->open) continue;
+    if (failure.failed()) {
+      write_close(*pair, CloseState::kAbort, failure.kind, failure.message);
+    } else {
+      write_close(*pair, CloseState::kGoodbye, ErrorKind::kConnection, "");
+    }
+  }
+  std::string message = "rank " + std::to_string(rank_) + " closed this context";
+  fail_mesh(ErrorKind::kConnection, message);
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) fail_pair(*pair, ErrorKind::kConnection, message);
+  }
+}
+
+}  // namespace gloo_lite::shm

@@ -1,0 +1,379 @@
+// The public side of a shared-memory mesh: its segment, waiting (the waiter drives the rings and
+// sleeps on the doorbell), cancel, failure and liveness. Records are in shm_protocol.cc, the
+// connect handshake and the close in shm_connect.cc.
+#include "transport_shm/shm_mesh.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/tag_space.h"
+
+namespace gloo_lite::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The longest a waiter sleeps before it looks at its deadline and its peers' processes again:
+// a dead peer is noticed within about this much (the contract asks for 2 s).
+constexpr int64_t kSleepSliceUs = 100000;
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
+// How often an oversubscribed waiter yields its CPU before it sleeps.
+constexpr int kYields = 4;
+
+// The word the connect probe reads with process_vm_readv: its address and value travel in the
+// segment header.
+const uint64_t probe_word = 0x70726f6265776f72ull;
+
+uint64_t random_nonce() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device() ^ 1;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+Mapping::~Mapping() {
+  if (data != nullptr) ::munmap(data, bytes);
+}
+
+void Mapping::map(int fd, size_t length, const std::string& what) {
+  void* at = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (at == MAP_FAILED) {
+    throw ConnectionError(what + ": mmap of " + std::to_string(length) +
+                          " bytes failed: " + std::strerror(errno));
+  }
+  data = static_cast<uint8_t*>(at);
+  bytes = length;
+}
+
+MeshSettings settings_from_knobs(const transport::MeshOptions& options) {
+  MeshSettings settings;
+  settings.ring_bytes = static_cast<uint32_t>(knob_int("GLOO_LITE_SHM_RING_BYTES")) & ~uint32_t{63};
+  size_t eager = options.eager_bytes ? options.eager_bytes
+                                     : static_cast<size_t>(knob_int("GLOO_LITE_SHM_EAGER_BYTES"));
+  // A record must leave room for others in flight: at most a quarter of the ring.
+  settings.eager_bytes = std::min(eager, size_t{settings.ring_bytes} / 4 - kRecordBytes);
+  settings.unexpected_bytes = options.unexpected_bytes
+                                  ? options.unexpected_bytes
+                                  : static_cast<size_t>(knob_int("GLOO_LITE_SHM_UNEXPECTED_BYTES"));
+  settings.cma = knob_bool("GLOO_LITE_SHM_CMA");
+  settings.spin_us = knob_int("GLOO_LITE_SHM_SPIN_US");
+  return settings;
+}
+
+ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
+    : MatchingMesh(rank, size, "shm"), settings_(settings) {
+  eager_bytes_ = settings.eager_bytes;
+  unexpected_limit_ = settings.unexpected_bytes;
+  layout_ = Layout::of(size, settings.ring_bytes);
+  address_ = local_address();
+  address_.nonce = random_nonce();
+  // A memfd: nothing is ever named in /dev/shm, and the memory goes with the last mapping or
+  // descriptor, whatever way the processes end.
+  std::string name = "gloo_lite_shm_rank" + std::to_string(rank);
+  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
+  if (!memfd_.valid()) {
+    throw ConnectionError("rank " + std::to_string(rank) +
+                          ": memfd_create for the shared-memory transport failed: " +
+                          std::strerror(errno) + "; use GLOO_LITE_TRANSPORT=tcp");
+  }
+  // Sparse for now: connect reserves the inboxes of the peers it serves.
+  if (::ftruncate(memfd_.get(), static_cast<off_t>(layout_.segment_bytes)) != 0 ||
+      ::posix_fallocate(memfd_.get(), 0, static_cast<off_t>(kHeaderBytes)) != 0) {
+    throw ConnectionError("rank " + std::to_string(rank) + ": cannot size its " +
+                          std::to_string(layout_.segment_bytes) +
+                          "-byte shared-memory segment: " + std::strerror(errno));
+  }
+  segment_.map(memfd_.get(), layout_.segment_bytes, "rank " + std::to_string(rank) + " segment");
+  header_ = reinterpret_cast<SegmentHeader*>(segment_.data);
+  address_.fd = memfd_.get();
+  header_->magic = kMagic;
+  header_->version = kVersion;
+  header_->ring_bytes = layout_.ring_bytes;
+  header_->nonce = address_.nonce;
+  header_->pid = address_.pid;
+  header_->rank = rank;
+  header_->size = size;
+  header_->inbox_stride = layout_.inbox_stride;
+  header_->segment_bytes = layout_.segment_bytes;
+  header_->probe_address = reinterpret_cast<uint64_t>(&probe_word);
+  header_->probe_value = probe_word;
+  pairs_.resize(static_cast<size_t>(size));
+}
+
+ShmMesh::~ShmMesh() { close_all(); }
+
+std::string ShmMesh::describe_peer(int peer) const {
+  std::string text = "rank " + std::to_string(peer);
+  if (peer >= 0 && peer < size_ && pairs_[peer] && pairs_[peer]->served) {
+    text += " (pid " + std::to_string(pairs_[peer]->address.pid) + ")";
+  }
+  return text;
+}
+
+const Failure& ShmMesh::peer_failure(int peer) const {
+  static const Failure not_served{
+      ErrorKind::kInvalid,
+      "this shared-memory mesh does not serve that peer (another transport does)"};
+  return pairs_[peer] && pairs_[peer]->served ? pairs_[peer]->failure : not_served;
+}
+
+std::unique_ptr<transport::Memory> ShmMesh::register_memory(void* data, size_t bytes,
+                                                            transport::MemoryKind kind) {
+  if (kind != transport::MemoryKind::kHost) {
+    throw InvalidArgument(
+        "the shared-memory transport registers host memory only; stage device memory "
+        "through a host buffer");
+  }
+  if (data == nullptr && bytes > 0) throw InvalidArgument("register_memory: null buffer");
+  return std::make_unique<transport::Memory>(data, bytes, kind);
+}
+
+void ShmMesh::make_progress() {
+  progress();
+  if (Clock::now() >= next_liveness_check_) check_liveness();
+}
+
+bool ShmMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
+                         const Deadline& deadline, const Deadline& until) {
+  const Deadline bound = until.earlier(deadline);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    // Read before the inboxes: a record written after this read changes it, so the sleep
+    // below cannot miss it.
+    uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
+    make_progress();
+    if (finished(requests, deadline)) return true;
+    if (bound.expired()) return false;  // `until` came first (finished() threw at the deadline)
+    sleep_on_doorbell(lock, seen, bound);
+  }
+}
+
+void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t seen,
+                                const Deadline& bound) {
+  std::atomic<uint32_t>& doorbell = header_->doorbell;
+  ++local_sleepers_;
+  lock.unlock();
+  bool rang = false;
+  if (!oversubscribed_ && settings_.spin_us > 0) {
+    // A CPU per local rank: poll the doorbell briefly; a message usually comes within it.
+    auto stop = Clock::now() + std::chrono::microseconds(settings_.spin_us);
+    while (!rang) {
+      for (int k = 0; k < 64 && !rang; ++k) {
+        cpu_relax();
+        rang = doorbell.load(std::memory_order_acquire) != seen;
+      }
+      if (Clock::now() >= stop) break;
+    }
+  } else if (oversubscribed_) {
+    // More ranks than CPUs: the peer we wait for needs this CPU; give it, a few times.
+    for (int i = 0; i < kYields && !rang; ++i) {
+      sched_yield();
+      rang = doorbell.load(std::memory_order_acquire) != seen;
+    }
+  }
+  if (!rang) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(bound.time_point() - Clock::now())
+            .count();
+    if (bound.is_never()) left = kSleepSliceUs;
+    header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    // Sleeps only while the word still says `seen`: whatever rang since is not lost.
+    futex_wait(&doorbell, seen, std::min<int64_t>(std::max<int64_t>(left, 1), kSleepSliceUs));
+    header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  lock.lock();
+  --local_sleepers_;
+}
+
+void ShmMesh::wake_polling_waiter() {
+  // Another thread of this rank completed a request: ring our own doorbell for the threads
+  // asleep on it (a cheap no-op while nobody sleeps).
+  if (local_sleepers_ > 0) ring_doorbell(header_);
+}
+
+void ShmMesh::check_liveness() {
+  next_liveness_check_ = Clock::now() + kLivenessPeriod;
+  for (auto& pair : pairs_) {
+    if (!pair || !pair->open) continue;
+    bool gone = false;
+    if (pair->pidfd.valid()) {
+      pollfd p{pair->pidfd.get(), POLLIN, 0};
+      gone = ::poll(&p, 1, 0) > 0;
+    } else {
+      gone = ::kill(pair->address.pid, 0) != 0 && errno == ESRCH;
+    }
+    if (!gone) continue;
+    drain(*pair);  // an abort or goodbye it wrote before it went is the better reason
+    if (!pair->open) continue;
+    lose_pair(*pair, "lost " + describe_peer(pair->peer) +
+                         ": its process exited without closing the context (did rank " +
+                         std::to_string(pair->peer) + " crash, get killed or exit early?)");
+  }
+}
+
+void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
+  if (op->kind_ == Op::Kind::kRecv) {
+    // Stop accepting data for it; a sender that pushes more finds no receive and its chunks
+    // are dropped. A pending copy from the sender is not made, and the sender is told the
+    // message is taken (as TCP's receiver reads and discards the payload of a cancelled one).
+    if (op->id_ != 0) incoming_.erase(op->id_);
+    for (auto it = pulls_.begin(); it != pulls_.end();) {
+      if (it->op == op) {
+        if (pairs_[it->peer]->open)
+          queue_control(*pairs_[it->peer], RecordKind::kDone, it->send_id, 0);
+        it = pulls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return;
+  }
+  Pair& pair = *pairs_[op->peers_[0]];
+  bool announcement_queued = false;
+  for (auto it = pair.out.begin(); it != pair.out.end();) {
+    if (it->op != op) {
+      ++it;
+      continue;
+    }
+    if (it->record.kind == static_cast<uint32_t>(RecordKind::kReadyToSend)) {
+      announcement_queued = true;
+    }
+    if (it->stream) {
+      // The receiver cleared it and waits for chunks (some may have left): its receive must
+      // fail, not wait or complete short.
+      queue_control(pair, RecordKind::kSendCancelled, it->record.a, 0);
+    }
+    it = pair.out.erase(it);
+  }
+  // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
+  bool announced = op->id_ != 0 && !announcement_queued;
+  if (!announced || !pair.open) return;
+  // The receiver may copy from this buffer (CMA) as soon as it matches: tell it before the
+  // buffer goes back to the caller. It checks for this record after every copy, so one that
+  // raced with us fails its receive instead of delivering what the caller writes next.
+  Record cancel{};
+  cancel.kind = static_cast<uint32_t>(RecordKind::kCancel);
+  cancel.a = op->id_;
+  auto give_up = Clock::now() + std::chrono::seconds(1);
+  while (pair.open && !pair.writer.try_write(cancel, nullptr, 0)) {
+    if (Clock::now() >= give_up || ::kill(pair.address.pid, 0) != 0) {
+      // No room in a second (the peer is stopped or stuck): close the pair instead; the
+      // receiver checks the close notice after every copy too.
+      lose_pair(pair, "rank " + std::to_string(rank_) + " could not tell " +
+                          describe_peer(pair.peer) +
+                          " that it cancelled a send (its ring stayed full for 1 s)");
+      return;
+    }
+    pair.writer.has_room_after_announcing(0);
+    progress();  // the peer may be waiting for us to read before it reads
+    sched_yield();
+  }
+  if (pair.open) ring_doorbell(pair.remote_header);
+}
+
+void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,
+                          uint64_t tag, uint64_t posted, uint64_t sent) {
+  if (pair.close_sent || !pair.served || pair.writer.control() == nullptr) return;
+  pair.close_sent = true;
+  InboxControl* control = pair.writer.control();
+  control->close_kind = static_cast<uint32_t>(kind);
+  control->close_tag = tag;
+  control->close_posted = posted;
+  control->close_sent = sent;
+  size_t bytes = std::min(text.size(), kCloseTextBytes);
+  std::memcpy(control->close_text, text.data(), bytes);
+  control->close_text_bytes = static_cast<uint32_t>(bytes);
+  control->close_state.store(static_cast<uint32_t>(state), std::memory_order_release);
+  ring_doorbell(pair.remote_header);
+}
+
+void ShmMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) {
+  if (!pair.open) return;
+  pair.open = false;
+  pair.failure = {kind, message};
+  for (auto& out : pair.out) {
+    if (out.op) fail_op(out.op, kind, message);
+  }
+  pair.out.clear();
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    if (it->second.op->source_ == pair.peer) {
+      fail_op(it->second.op, kind, message);
+      it = incoming_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = pulls_.begin(); it != pulls_.end();) {
+    if (it->peer == pair.peer) {
+      fail_op(it->op, kind, message);
+      it = pulls_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  fail_operations_of_peer(pair.peer, kind, message);
+}
+
+void ShmMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) {
+  LOG_INFO("shm", message);  // the context warns once, when the failure reaches a call
+  fail_pair(pair, kind, message);
+  fail_mesh(kind, message);
+}
+
+void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
+  // A broken pair breaks the context: every rank's collectives depend on every peer.
+  for (auto& pair : pairs_) {
+    if (!pair || !pair->open) continue;
+    for (auto& out : pair->out) {
+      if (out.op) fail_op(out.op, kind, message);
+    }
+    // Records without a request (control) stay: the peer still needs its done records.
+    pair->out.erase(std::remove_if(pair->out.begin(), pair->out.end(),
+                                   [](const OutRecord& out) { return out.op != nullptr; }),
+                    pair->out.end());
+  }
+  for (auto& [id, incoming] : incoming_) fail_op(incoming.op, kind, message);
+  incoming_.clear();
+  for (auto& pull : pulls_) fail_op(pull.op, kind, message);
+  pulls_.clear();
+  fail_all_operations(kind, message);
+}
+
+void ShmMesh::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abort_locked(ErrorKind::kConnection, reason);
+}
+
+void ShmMesh::abort_locked(ErrorKind kind, const std::string& reason) {
+  // The notice is out of band: it reaches the peer even when its ring is full. Records already
+  // in the ring are read first.
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, reason);
+  }
+  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
+  LOG_INFO("shm", message << "; told its peers");
+  fail_mesh(kind, message);
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) fail_pair(*pair, kind, message);
+  }
+}
+
+}  // namespace gloo_lite::shm

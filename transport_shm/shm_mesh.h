@@ -1,0 +1,170 @@
+// Internal: one context's shared-memory pairs. Matching, requests and the waiting rules are the
+// shared engine's (gloo_lite/transport/matching.h); this adds the segment, its rings and the
+// single copy of large messages (docs/transport-shm.md). There is no progress thread: whoever
+// waits on the mesh (or tests a request) reads the inboxes and pushes queued records, under the
+// engine's one mutex, and sleeps on the segment's doorbell futex.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "gloo_lite/base/socket.h"
+#include "gloo_lite/transport/matching.h"
+#include "transport_shm/address.h"
+#include "transport_shm/segment.h"
+
+namespace gloo_lite::shm {
+
+using transport::ErrorKind;
+using transport::Failure;
+using transport::Op;
+using transport::OpPtr;
+using transport::Unexpected;
+
+// A record waiting for room in the peer's ring. A data stream (the pipelined fallback of a
+// large message) is one entry that leaves as many chunks.
+struct OutRecord {
+  Record record{};
+  const uint8_t* payload = nullptr;  // the user's buffer (eager, data) until written
+  size_t payload_bytes = 0;
+  OpPtr op;             // completed once written (eager) or once the whole stream is
+  bool stream = false;  // kData chunks of op's buffer from `offset`
+  size_t offset = 0;
+};
+
+// A shared mapping, unmapped on destruction.
+struct Mapping {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping();
+  void map(int fd, size_t bytes, const std::string& what);
+};
+
+struct Pair {
+  int peer = -1;
+  bool served = false;  // an address was given: this mesh connects to that peer
+  bool open = false;
+  Failure failure;
+  Address address;
+  Mapping remote;  // the peer's segment
+  SegmentHeader* remote_header = nullptr;
+  RingWriter writer;  // our inbox in the peer's segment
+  RingView inbox;     // its inbox in our segment
+  std::deque<OutRecord> out;
+  bool close_sent = false;  // our close notice is in the peer's segment
+  bool cma = false;         // process_vm_readv from the peer works (the connect probe)
+  Fd pidfd;                 // readable once the peer's process has exited
+  // Announced large messages from this peer not matched yet (send id -> its buffer address),
+  // and those of them the peer took back before they were matched.
+  std::unordered_map<uint64_t, uint64_t> announced;
+  std::unordered_set<uint64_t> cancelled;
+};
+
+// A large message this rank copies straight from the sender's memory (CMA).
+struct Pull {
+  int peer;
+  OpPtr op;
+  uint64_t send_id;
+  uint64_t address;
+  bool cancelled = false;
+};
+
+// A receive filled by data records (the fallback), by recv id.
+struct Incoming {
+  OpPtr op;
+  size_t received = 0;
+};
+
+struct MeshSettings {
+  uint32_t ring_bytes = 0;
+  size_t eager_bytes = 0;
+  size_t unexpected_bytes = 0;
+  bool cma = true;
+  int64_t spin_us = 0;
+};
+MeshSettings settings_from_knobs(const transport::MeshOptions& options);
+
+class ShmMesh : public transport::MatchingMesh {
+ public:
+  ShmMesh(int rank, int size, const MeshSettings& settings);
+  ~ShmMesh() override;
+
+  std::string address() const override { return address_.encode(); }
+  // shm_connect.cc: maps every served peer's segment and verifies it; done when each peer has
+  // mapped ours.
+  void connect(const std::vector<std::string>& addresses, uint64_t context_id,
+               const Deadline& deadline) override;
+  std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
+                                                     transport::MemoryKind kind) override;
+  bool wait_until(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
+                  const Deadline& until) override;
+  void abort(const std::string& reason) override;
+  std::string describe_peer(int peer) const override;  // "rank 3 (pid 4711)"
+
+ private:
+  bool peer_open(int peer) const override { return pairs_[peer] && pairs_[peer]->open; }
+  const Failure& peer_failure(int peer) const override;
+
+  // shm_protocol.cc: the engine's hooks and the records.
+  void send_eager(const OpPtr& op) override;
+  void send_ready_to_send(const Op& op) override;
+  void send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) override;
+  void send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
+                               const std::string& text) override;
+  void resume_held_messages() override {}  // the next drain re-checks the room
+  void make_progress() override;
+  void wake_polling_waiter() override;
+  // Reads every inbox, copies announced messages, pushes queued records.
+  void progress();
+  // Dispatches what `pair`'s inbox holds, then acts on its close notice.
+  void drain(Pair& pair);
+  // One record; false: stop reading this inbox for now (held back, or the pair closed).
+  bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
+  void on_close_notice(Pair& pair, CloseState state);
+  void run_pulls();
+  void finish_pull(Pull& pull);
+  void queue_record(Pair& pair, OutRecord record);
+  void queue_control(Pair& pair, RecordKind kind, uint64_t a, uint64_t b);
+  // Writes queued records while they fit; announces a full ring otherwise.
+  void push(Pair& pair);
+  bool write_one(Pair& pair, OutRecord& out);
+
+  // shm_mesh.cc: cancel, failure, liveness, waiting.
+  void cancel_on_wire(const OpPtr& op, bool cleared) override;
+  void abort_locked(ErrorKind kind, const std::string& reason) override;
+  void write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,
+                   uint64_t tag = 0, uint64_t posted = 0, uint64_t sent = 0);
+  void fail_pair(Pair& pair, ErrorKind kind, const std::string& message);
+  void fail_mesh(ErrorKind kind, const std::string& message);
+  void lose_pair(Pair& pair, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
+  // Peers whose process has exited fail (after what they wrote is read).
+  void check_liveness();
+  void sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t seen, const Deadline& bound);
+  void close_all();
+
+  Address address_;
+  MeshSettings settings_;
+  Layout layout_;
+  Fd memfd_;
+  Mapping segment_;
+  SegmentHeader* header_ = nullptr;
+  std::vector<std::unique_ptr<Pair>> pairs_;
+  std::deque<Pull> pulls_;
+  Pull* current_pull_ = nullptr;
+  std::unordered_map<uint64_t, Incoming> incoming_;
+  bool oversubscribed_ = false;  // more ranks on this host than CPUs: yield, never spin
+  int local_sleepers_ = 0;       // threads of this rank asleep on the doorbell
+  std::chrono::steady_clock::time_point next_liveness_check_{};
+  bool closed_ = false;
+};
+
+}  // namespace gloo_lite::shm

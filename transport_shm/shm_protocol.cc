@@ -1,0 +1,367 @@
+// The records on the rings: eager messages copied in place, and large messages announced
+// (ready-to-send with the sender's buffer address) and then either copied once by the receiver
+// with process_vm_readv (done goes back) or, where the connect probe found CMA forbidden,
+// pipelined through the ring (clear-to-send, then data chunks). Matching itself is the shared
+// engine's (matching.h). Always called with the mesh mutex held.
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/tag_space.h"
+#include "transport_shm/shm_mesh.h"
+
+namespace gloo_lite::shm {
+namespace {
+
+Record make_record(RecordKind kind, uint64_t a = 0, uint64_t b = 0) {
+  Record record{};
+  record.kind = static_cast<uint32_t>(kind);
+  record.a = a;
+  record.b = b;
+  return record;
+}
+
+}  // namespace
+
+void ShmMesh::queue_record(Pair& pair, OutRecord out) {
+  if (!pair.open) {
+    if (out.op) fail_op(out.op, pair.failure);
+    return;
+  }
+  // Records to one peer keep their order: write now only behind an empty queue.
+  if (pair.out.empty()) {
+    size_t before = out.offset;
+    bool all = write_one(pair, out);
+    // A stream may have left some chunks before the ring filled: the reader must know.
+    if (all || out.offset != before) ring_doorbell(pair.remote_header);
+    if (all) return;
+  }
+  pair.out.push_back(std::move(out));
+  push(pair);
+}
+
+void ShmMesh::queue_control(Pair& pair, RecordKind kind, uint64_t a, uint64_t b) {
+  OutRecord out;
+  out.record = make_record(kind, a, b);
+  queue_record(pair, std::move(out));
+}
+
+bool ShmMesh::write_one(Pair& pair, OutRecord& out) {
+  if (!out.stream) {
+    if (!pair.writer.try_write(out.record, out.payload, out.payload_bytes)) return false;
+    if (out.op) complete(out.op);
+    return true;
+  }
+  // A data stream: as many chunks as fit; true once the last one is written.
+  size_t chunk = pair.writer.max_payload();
+  while (out.offset < out.op->bytes_) {
+    size_t bytes = std::min(chunk, out.op->bytes_ - out.offset);
+    Record record = out.record;
+    record.b = out.offset;
+    if (!pair.writer.try_write(record, out.op->data_ + out.offset, bytes)) return false;
+    out.offset += bytes;
+  }
+  complete(out.op);
+  return true;
+}
+
+void ShmMesh::push(Pair& pair) {
+  bool wrote = false;
+  while (pair.open && !pair.out.empty()) {
+    OutRecord& out = pair.out.front();
+    size_t before = out.offset;
+    if (write_one(pair, out)) {
+      pair.out.pop_front();
+      wrote = true;
+      continue;
+    }
+    wrote = wrote || out.offset != before;
+    // Full: the consumer rings our doorbell once it made room (unless room appeared just now).
+    size_t next = out.stream ? std::min(pair.writer.max_payload(), out.op->bytes_ - out.offset)
+                             : out.payload_bytes;
+    if (!pair.writer.has_room_after_announcing(next)) break;
+  }
+  if (wrote) ring_doorbell(pair.remote_header);
+}
+
+void ShmMesh::send_eager(const OpPtr& op) {
+  OutRecord out;
+  out.record = make_record(RecordKind::kEager);
+  out.record.tag = op->tag_;
+  out.record.fingerprint = op->fingerprint_;
+  out.record.length = op->bytes_;
+  out.payload = op->data_;
+  out.payload_bytes = op->bytes_;
+  out.op = op;
+  queue_record(*pairs_[op->peers_[0]], std::move(out));
+}
+
+void ShmMesh::send_ready_to_send(const Op& op) {
+  OutRecord out;
+  // The buffer's address lets the receiver copy it in one process_vm_readv; 0 asks for the
+  // pipelined copy instead.
+  uint64_t address = settings_.cma ? reinterpret_cast<uint64_t>(op.data_) : 0;
+  out.record = make_record(RecordKind::kReadyToSend, op.id_, address);
+  out.record.tag = op.tag_;
+  out.record.fingerprint = op.fingerprint_;
+  out.record.length = op.bytes_;
+  queue_record(*pairs_[op.peers_[0]], std::move(out));
+}
+
+void ShmMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
+  Pair& pair = *pairs_[peer];
+  uint64_t address = 0;
+  if (auto found = pair.announced.find(send_id); found != pair.announced.end()) {
+    address = found->second;
+    pair.announced.erase(found);
+  }
+  if (pair.cancelled.erase(send_id) > 0) {
+    // The sender took it back while it waited here unmatched.
+    on_send_cancelled(peer, op->id_);
+    return;
+  }
+  if (pair.cma && address != 0) {
+    // Copied at the end of this round of progress, right after the inboxes were read.
+    pulls_.push_back(Pull{peer, op, send_id, address});
+    return;
+  }
+  incoming_[op->id_] = Incoming{op, 0};
+  queue_control(pair, RecordKind::kClearToSend, send_id, op->id_);
+}
+
+void ShmMesh::send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
+                                      const std::string& text) {
+  Pair& pair = *pairs_[peer];
+  write_close(pair, CloseState::kMismatch, ErrorKind::kMismatch, text, op.tag_, op.bytes_, sent);
+  fail_pair(pair, ErrorKind::kMismatch, text);
+}
+
+void ShmMesh::progress() {
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) drain(*pair);
+  }
+  run_pulls();
+  for (auto& pair : pairs_) {
+    if (pair && pair->open && !pair->out.empty()) push(*pair);
+  }
+}
+
+void ShmMesh::drain(Pair& pair) {
+  InboxControl* control = pair.inbox.control;
+  // Read first: records written before the notice are delivered before it is acted on.
+  auto state = static_cast<CloseState>(control->close_state.load(std::memory_order_acquire));
+  uint64_t head = control->head.load(std::memory_order_acquire);
+  uint64_t tail = control->tail.load(std::memory_order_relaxed);
+  const uint32_t capacity = pair.inbox.capacity;
+  while (tail != head && pair.open) {
+    size_t position = static_cast<size_t>(tail % capacity);
+    size_t to_end = capacity - position;
+    const uint8_t* at = pair.inbox.data + position;
+    Record record;
+    if (to_end >= kRecordBytes) std::memcpy(&record, at, sizeof(record));
+    if (to_end < kRecordBytes || record.kind == static_cast<uint32_t>(RecordKind::kSkip)) {
+      tail += to_end;
+    } else {
+      size_t footprint = record_footprint(record.payload_bytes);
+      if (footprint > to_end || head - tail < footprint) {
+        lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) +
+                            ": a record of " + std::to_string(record.payload_bytes) +
+                            " bytes overruns it (memory corruption in the peer?)");
+        return;
+      }
+      if (!dispatch(pair, record, at + kRecordBytes)) break;
+      tail += footprint;
+    }
+    control->tail.store(tail, std::memory_order_seq_cst);
+    // A producer that found the ring full waits for our doorbell.
+    if (control->writer_waiting.load(std::memory_order_seq_cst) != 0 &&
+        control->writer_waiting.exchange(0) != 0) {
+      ring_doorbell(pair.remote_header);
+    }
+  }
+  if (pair.open && state != CloseState::kOpen) on_close_notice(pair, state);
+}
+
+bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload) {
+  const int peer = pair.peer;
+  switch (static_cast<RecordKind>(record.kind)) {
+    case RecordKind::kEager: {
+      if (record.payload_bytes != record.length) break;
+      OpPtr op = match_posted(peer, record.tag);
+      if (op) {
+        // A message of another call aborts the mesh: its payload is never copied.
+        if (!same_call(peer, op, record.fingerprint)) return false;
+        if (op->bytes_ != record.length) {
+          reject_size(peer, op, record.length);
+          return false;
+        }
+        if (record.length > 0) std::memcpy(op->data_, payload, record.length);
+        complete(op);
+        return true;
+      }
+      // Back-pressure: leave it in the ring until receives drain the unexpected queue.
+      if (!unexpected_has_room(record.length)) return false;
+      auto message = new_unexpected(peer, record.length, record.fingerprint);
+      if (record.length > 0) std::memcpy(message->payload.data(), payload, record.length);
+      queue_unexpected(record.tag, std::move(message));
+      return true;
+    }
+    case RecordKind::kReadyToSend:
+      pair.announced[record.a] = record.b;
+      on_ready_to_send(peer, record.tag, record.length, record.a, record.fingerprint);
+      return pair.open;
+    case RecordKind::kClearToSend: {
+      OpPtr op = take_send_awaiting_clearance(record.a);
+      if (!op && mesh_failure().failed()) {
+        // The send failed with this context (say, another peer died): the receiver learns
+        // that cause, not a cancel that reads like a timeout.
+        write_close(pair, CloseState::kAbort, mesh_failure().kind, mesh_failure().message);
+        fail_pair(pair, mesh_failure().kind, mesh_failure().message);
+        return false;
+      }
+      if (!op) {
+        queue_control(pair, RecordKind::kSendCancelled, record.b, 0);
+        return true;
+      }
+      OutRecord out;
+      out.record = make_record(RecordKind::kData, record.b, 0);
+      out.record.length = op->bytes_;
+      out.op = op;
+      out.stream = true;
+      queue_record(pair, std::move(out));
+      return true;
+    }
+    case RecordKind::kData: {
+      auto found = incoming_.find(record.a);
+      if (found == incoming_.end()) return true;  // for a cancelled receive: dropped
+      Incoming& incoming = found->second;
+      if (record.b > incoming.op->bytes_ || record.payload_bytes > incoming.op->bytes_ - record.b) {
+        break;
+      }
+      std::memcpy(incoming.op->data_ + record.b, payload, record.payload_bytes);
+      incoming.received += record.payload_bytes;
+      if (incoming.received >= incoming.op->bytes_) {
+        incoming_.erase(found);
+        if (OpPtr op = take_receive_awaiting_data(record.a)) complete(op);
+      }
+      return true;
+    }
+    case RecordKind::kDone:
+      if (OpPtr op = take_send_awaiting_clearance(record.a)) complete(op);
+      return true;
+    case RecordKind::kCancel: {
+      uint64_t send_id = record.a;
+      if (current_pull_ != nullptr && current_pull_->peer == peer &&
+          current_pull_->send_id == send_id) {
+        current_pull_->cancelled = true;
+        return true;
+      }
+      for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
+        if (it->peer == peer && it->send_id == send_id) {
+          uint64_t recv_id = it->op->id_;
+          pulls_.erase(it);
+          on_send_cancelled(peer, recv_id);
+          return true;
+        }
+      }
+      if (pair.announced.erase(send_id) > 0) pair.cancelled.insert(send_id);
+      return true;
+    }
+    case RecordKind::kSendCancelled:
+      incoming_.erase(record.a);
+      on_send_cancelled(peer, record.a);
+      return true;
+    case RecordKind::kSkip:
+      return true;
+  }
+  lose_pair(pair, "protocol error in the ring from " + describe_peer(peer) + ": record kind " +
+                      std::to_string(record.kind) + " with " +
+                      std::to_string(record.payload_bytes) + " payload bytes is invalid");
+  return false;
+}
+
+void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
+  InboxControl* control = pair.inbox.control;
+  const int peer = pair.peer;
+  switch (state) {
+    case CloseState::kGoodbye:
+      fail_pair(pair, ErrorKind::kConnection,
+                describe_peer(peer) + " has closed this context (clean shutdown)");
+      return;
+    case CloseState::kMismatch: {
+      // A mismatch breaks the whole context, not just this pair (as on TCP).
+      std::string text = sender_mismatch_text(peer, control->close_tag, control->close_posted,
+                                              control->close_sent);
+      fail_pair(pair, ErrorKind::kMismatch, text);
+      fail_mesh(ErrorKind::kMismatch, text);
+      return;
+    }
+    case CloseState::kAbort: {
+      size_t bytes = std::min<size_t>(control->close_text_bytes, kCloseTextBytes);
+      std::string reason(control->close_text, bytes);
+      // Only kinds this build knows are taken; others read as a connection error.
+      ErrorKind kind = control->close_kind == static_cast<uint32_t>(ErrorKind::kMismatch)
+                           ? ErrorKind::kMismatch
+                           : ErrorKind::kConnection;
+      lose_pair(pair, describe_peer(peer) + " aborted: " + reason, kind);
+      return;
+    }
+    case CloseState::kOpen:
+      return;
+  }
+  lose_pair(pair, "protocol error from " + describe_peer(peer) + ": close notice " +
+                      std::to_string(static_cast<uint32_t>(state)));
+}
+
+void ShmMesh::run_pulls() {
+  while (!pulls_.empty()) {
+    Pull pull = std::move(pulls_.front());
+    pulls_.pop_front();
+    Pair& pair = *pairs_[pull.peer];
+    if (!pair.open || pull.op->status_ != Op::Status::kPending) continue;
+    current_pull_ = &pull;
+    finish_pull(pull);
+    current_pull_ = nullptr;
+  }
+}
+
+void ShmMesh::finish_pull(Pull& pull) {
+  Pair& pair = *pairs_[pull.peer];
+  const OpPtr& op = pull.op;
+  size_t done = 0;
+  while (done < op->bytes_) {
+    iovec local{op->data_ + done, op->bytes_ - done};
+    iovec remote{reinterpret_cast<void*>(pull.address + done), op->bytes_ - done};
+    ssize_t n = ::process_vm_readv(pair.address.pid, &local, 1, &remote, 1, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    int error = n < 0 ? errno : EFAULT;
+    drain(pair);  // a cancel or a close may explain it
+    if (!pair.open) return;
+    if (pull.cancelled) break;
+    lose_pair(pair, "rank " + std::to_string(rank_) + " could not copy " +
+                        std::to_string(op->bytes_) + " bytes (" + tags::describe(op->tag_) +
+                        ") from " + describe_peer(pull.peer) + " with process_vm_readv: " +
+                        std::strerror(error) + (error == ESRCH ? " (the process has exited)" : ""));
+    return;
+  }
+  // The sender writes its cancel record before it lets go of the buffer: one that is not in
+  // the ring now came after the copy, which therefore read the message intact.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  drain(pair);
+  if (!pair.open) return;  // its close notice failed the receive
+  if (pull.cancelled) {
+    on_send_cancelled(pull.peer, op->id_);
+    return;
+  }
+  if (OpPtr taken = take_receive_awaiting_data(op->id_)) complete(taken);
+  queue_control(pair, RecordKind::kDone, pull.send_id, 0);
+}
+
+}  // namespace gloo_lite::shm
