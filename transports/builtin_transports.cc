@@ -4,6 +4,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/transport/table.h"
+#include "transport_shm/shm_device.h"
 #include "transport_tcp/tcp_device.h"
 #ifdef GLOO_LITE_HAVE_IBVERBS
 #include "transport_ibverbs/ib_device.h"
@@ -27,6 +28,8 @@ std::shared_ptr<Device> create_ibverbs(std::string* why_not) {
 }
 #endif
 
+std::shared_ptr<Device> create_shm(std::string* /*why_not*/) { return shm::create_device(); }
+
 std::shared_ptr<Device> create_tcp(std::string* /*why_not*/) {
   tcp::DeviceOptions options;
   options.hostname = knob_string("GLOO_LITE_HOSTNAME");
@@ -37,9 +40,10 @@ std::shared_ptr<Device> create_tcp(std::string* /*why_not*/) {
 }  // namespace
 
 const std::vector<TransportEntry>& builtin_transports() {
-  // SHM GOES HERE, as the first entry (issue 12), with #include "transport_shm/shm_device.h":
-  //   {"shm", [](std::string*) { return shm::create_device(); }, /*progresses_alone=*/false},
+  // Shared memory first: it serves only peers on this host (its can_connect), and makes
+  // progress only while someone waits on it (no thread of its own).
   static const std::vector<TransportEntry> table = {
+      {"shm", create_shm, /*progresses_alone=*/false},
 #ifdef GLOO_LITE_HAVE_IBVERBS
       {"ibverbs", create_ibverbs, /*progresses_alone=*/true},
 #endif
