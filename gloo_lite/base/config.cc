@@ -138,6 +138,18 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "A waiting rank polls its sockets without sleeping for up to this many microseconds "
        "before it blocks (0: never spin; worth it only with a spare core per rank)",
        integer(0, 1000000)},
+      {"GLOO_LITE_SHM_COLLECTIVES", "1",
+       "1: collectives of a context whose ranks all share one host may run in a shared memory "
+       "segment (algorithm shm); 0: never",
+       on_off()},
+      {"GLOO_LITE_SHM_CHUNK_BYTES", "256K",
+       "Shared-memory collectives: bytes per rank and step; each stream's segment holds "
+       "2 * ranks * this",
+       bytes(4096, kGiB)},
+      {"GLOO_LITE_HOST_ID", "",
+       "Overrides this process's host identity (the kernel's boot id), e.g. to make ranks of "
+       "one machine look like several hosts in tests",
+       text()},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
        "for every collective that has it",
