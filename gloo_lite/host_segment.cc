@@ -76,7 +76,8 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int siz
       chunk_(chunk),
       policy_(WaitPolicy::for_load(ranks_per_core)),
       watches_(size),
-      checked_(size, false) {
+      checked_(size, false),
+      probes_(size) {
   size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
   data_ = memory_->data() + (control_end + kPage - 1) / kPage * kPage;
 }
@@ -178,8 +179,10 @@ void HostSegment::begin(const algo::Call& call) {
 }
 
 void HostSegment::end() {
-  if (probe_) call_->mesh->cancel(probe_);
-  probe_.reset();
+  for (transport::RequestPtr& probe : probes_) {
+    if (probe) call_->mesh->cancel(probe);
+    probe.reset();
+  }
   call_ = nullptr;
 }
 
@@ -261,18 +264,16 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
                           ") died while this rank waited for it on the shared-memory segment");
   }
   // A peer that runs another algorithm of this call sends messages that nobody here receives:
-  // a receive under the call's tag lets the transport compare its fingerprint (MismatchError).
-  if (!probe_) {
-    std::vector<int> peers;
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_) peers.push_back(r);
-    }
-    probe_ = call_->mesh->recv(peers, call_->tag, *call_->output_memory, 0, 0, call_->fingerprint);
+  // a receive under the call's tag lets the transport compare their fingerprint with this
+  // call's (MismatchError). Only from the rank waited for: it cannot have finished the call.
+  transport::RequestPtr& probe = probes_[peer];
+  if (!probe) {
+    probe = call_->mesh->recv(peer, call_->tag, *call_->output_memory, 0, 0, call_->fingerprint);
   }
-  if (probe_->test()) {
+  if (probe->test()) {
     throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " in " +
                         describe_fingerprint(call_->fingerprint, call_->tag) +
-                        " received a message of rank " + std::to_string(probe_->source()) +
+                        " received a message of rank " + std::to_string(peer) +
                         ", which runs this call with another algorithm");
   }
   if (call_->deadline.expired()) {

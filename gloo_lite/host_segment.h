@@ -97,7 +97,7 @@ class HostSegment {
   const algo::Call* call_ = nullptr;
   uint64_t call_start_ = 0;  // seq_ at begin(): a peer past it has announced this call
   std::vector<bool> checked_;
-  transport::RequestPtr probe_;
+  std::vector<transport::RequestPtr> probes_;  // per peer, posted while waiting long for it
 };
 
 }  // namespace gloo_lite
