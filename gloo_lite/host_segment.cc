@@ -170,6 +170,11 @@ HostSegment::~HostSegment() {
 
 void HostSegment::begin(const algo::Call& call) {
   call_ = &call;
+  // A rank that failed (or timed out waiting for this one) may have left this rank nothing to
+  // wait for in this call: look before computing a result.
+  if (abort_of(memory_->data()).state.load(std::memory_order_acquire) == 2) {
+    raise_abort();
+  }
   call_start_ = seq_;
   std::fill(checked_.begin(), checked_.end(), false);
   CallRecord& record = control(rank_).calls[calls_ % kCallRing];
