@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
@@ -203,21 +204,19 @@ bool Context::on_one_host() const {
                      [&](const std::string& host) { return host == hosts_.front(); });
 }
 
-HostSegment* Context::host_segment(uint16_t tag, size_t chunk_bytes, const Deadline& deadline) {
+HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes) {
+  const uint16_t tag = tags::stream_of(call.tag);
   {
     std::lock_guard<std::mutex> lock(segments_mutex_);
     auto found = segments_.find(tag);
     if (found != segments_.end()) return found->second.get();
   }
-  // Outside the lock: attaching waits for the peers, and fail() must not wait for that.
+  // Outside the lock: attaching waits for the peers, and fail() must not wait for that. Only
+  // an agreed verdict falls back; a peer that never comes fails the call like any other.
   std::unique_ptr<HostSegment> segment;
   try {
-    segment = HostSegment::attach(*this, tag, chunk_bytes, deadline);
-  } catch (const TimeoutError&) {
-    throw;  // a peer did not come: the call fails like any other
-  } catch (const StoreError&) {
-    throw;
-  } catch (const Error& e) {
+    segment = HostSegment::attach(*this, call, chunk_bytes);
+  } catch (const SegmentUnavailable& e) {
     std::string text = "shared-memory collectives on tag " + std::to_string(tag) + " of " +
                        describe() + " are not available (" + e.what() +
                        "); using the message algorithms instead";

@@ -20,6 +20,10 @@ namespace gloo_lite {
 
 class HostSegment;
 
+namespace algo {
+struct Call;
+}
+
 namespace detail {
 class Stream;
 class PointToPointHub;
@@ -66,11 +70,11 @@ class Context : public std::enable_shared_from_this<Context> {
   // Whether every rank of this context runs on this host (same host identity, gloo_lite/base/
   // host.h), as exchanged at connect: the condition of the shared-memory collectives.
   bool on_one_host() const;
-  // The shared segment of the collectives of stream `tag` (gloo_lite/host_segment.h), created
-  // at its first use, which must be a collective call (every rank comes, in stream order).
+  // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
+  // created at its first use, which is a collective call (every rank comes, in stream order).
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
   // all of them fall back to the message algorithms together). The context owns it.
-  HostSegment* host_segment(uint16_t tag, size_t chunk_bytes, const Deadline& deadline);
+  HostSegment* host_segment(const algo::Call& call, size_t chunk_bytes);
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
   // A collective on tag 0 (an allgather of (color, key)), with the same rules as every other

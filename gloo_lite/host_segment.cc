@@ -50,6 +50,53 @@ AbortRecord& abort_of(uint8_t* base) {
   return *reinterpret_cast<AbortRecord*>(base + sizeof(Header));
 }
 
+// Store reads in slices, so that a context that fails meanwhile (destroyed with this call in
+// flight, aborted by a peer) ends the wait at once instead of at the deadline; after the first
+// slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
+// connection closed) or runs another algorithm (its messages' fingerprints) fail the wait too.
+std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
+                             const std::vector<std::string>& keys) {
+  std::vector<transport::RequestPtr> probes;
+  auto cancel = [&] {
+    for (const auto& probe : probes) call.mesh->cancel(probe);
+  };
+  try {
+    for (;;) {
+      Deadline slice = Deadline::after(std::chrono::milliseconds(50)).earlier(call.deadline);
+      try {
+        std::vector<Bytes> values = context.store()->multi_get(keys, slice);
+        cancel();
+        return values;
+      } catch (const TimeoutError&) {
+        if (call.deadline.expired()) throw;
+        std::string failure = context.failure();
+        if (!failure.empty()) {
+          throw ConnectionError(context.describe() +
+                                " failed while its ranks set up shared memory: " + failure);
+        }
+      }
+      if (probes.empty()) {
+        for (int peer = 0; peer < call.size; ++peer) {
+          if (peer == call.rank) continue;
+          probes.push_back(
+              call.mesh->recv(peer, call.tag, *call.output_memory, 0, 0, call.fingerprint));
+        }
+      }
+      for (const auto& probe : probes) {
+        if (probe->test()) {
+          throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) +
+                              " received a message of rank " + std::to_string(probe->source()) +
+                              " in " + describe_fingerprint(call.fingerprint, call.tag) +
+                              ", which runs this call with another algorithm");
+        }
+      }
+    }
+  } catch (...) {
+    cancel();
+    throw;
+  }
+}
+
 std::string rank_word(const std::vector<int>& ranks) {
   return std::string(ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
 }
@@ -82,8 +129,10 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int siz
   data_ = memory_->data() + (control_end + kPage - 1) / kPage * kPage;
 }
 
-std::unique_ptr<HostSegment> HostSegment::attach(Context& context, uint16_t stream,
-                                                 size_t chunk_bytes, const Deadline& deadline) {
+std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
+                                                 size_t chunk_bytes) {
+  const uint16_t stream = tags::stream_of(call.tag);
+  const Deadline& deadline = call.deadline;
   const int rank = context.rank();
   const int size = context.size();
   Store& store = *context.store();
@@ -110,7 +159,7 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, uint16_t stre
     }
     store.set(base + "handle", to_bytes(handle), deadline);
   } else {
-    std::string handle = to_string(store.get(base + "handle", deadline));
+    std::string handle = to_string(read_keys(context, call, {base + "handle"})[0]);
     if (handle.compare(0, 6, "error ") == 0) {
       verdict = "rank 0 could not create the segment: " + handle.substr(6);
     } else {
@@ -143,14 +192,14 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, uint16_t stre
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) keys.push_back(base + "verdict/" + std::to_string(peer));
   }
-  std::vector<Bytes> verdicts = store.multi_get(keys, deadline);
+  std::vector<Bytes> verdicts = read_keys(context, call, keys);
   std::string failure = verdict == "ok" ? "" : "rank " + std::to_string(rank) + ": " + verdict;
   for (size_t i = 0; i < verdicts.size() && failure.empty(); ++i) {
     std::string theirs = to_string(verdicts[i]);
     int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
     if (theirs != "ok") failure = "rank " + std::to_string(peer) + ": " + theirs;
   }
-  if (!failure.empty()) throw Error(failure);
+  if (!failure.empty()) throw SegmentUnavailable(failure);
   // Everyone has mapped it: nobody else may open it from now on.
   if (rank == 0) segment->memory_->close_handle();
   pid_t own = getpid();
@@ -260,13 +309,13 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
   if (!slice_over) return;
   const Control& theirs = control(peer);
   if (theirs.closed.load(std::memory_order_acquire) != 0) {
-    throw ConnectionError(what() + ": rank " + std::to_string(peer) +
-                          " closed its context while this rank waited for it");
+    throw ConnectionError("rank " + std::to_string(peer) + " closed its context while rank " +
+                          std::to_string(rank_) + " waited for it in " + what());
   }
   if (watches_[peer] && watches_[peer]->exited()) {
-    throw ConnectionError(what() + ": rank " + std::to_string(peer) + " (pid " +
-                          std::to_string(watches_[peer]->pid()) +
-                          ") died while this rank waited for it on the shared-memory segment");
+    throw ConnectionError("rank " + std::to_string(peer) + " (pid " +
+                          std::to_string(watches_[peer]->pid()) + ") died while rank " +
+                          std::to_string(rank_) + " waited for it in " + what());
   }
   // A peer that runs another algorithm of this call sends messages that nobody here receives:
   // a receive under the call's tag lets the transport compare their fingerprint with this
@@ -289,9 +338,9 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
       }
     }
     if (behind.empty()) behind.push_back(peer);
-    throw TimeoutError(what() + ": " + rank_word(behind) + " did not reach step " +
-                       std::to_string(target - call_start_) +
-                       " of this call on the shared-memory segment before the deadline");
+    throw TimeoutError(rank_word(behind) + " did not reach step " +
+                       std::to_string(target - call_start_) + " of " + what() +
+                       " before the deadline (rank " + std::to_string(rank_) + " waited)");
   }
 }
 
@@ -300,7 +349,7 @@ void HostSegment::raise_abort() const {
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
   if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
-  throw ConnectionError(what() + ": rank " + std::to_string(record.rank) + " failed: " + reason);
+  throw ConnectionError("rank " + std::to_string(record.rank) + " aborted: " + reason);
 }
 
 void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& reason) {
@@ -317,10 +366,9 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& 
 }
 
 std::string HostSegment::what() const {
-  std::string text = "rank " + std::to_string(rank_);
-  if (call_ == nullptr) return text;
+  if (call_ == nullptr) return "the shared-memory segment";
   return std::string(algo::collective_name(call_->collective)) + " (shm, " +
-         tags::describe(call_->tag) + ") on " + text;
+         tags::describe(call_->tag) + ") on the shared-memory segment";
 }
 
 }  // namespace gloo_lite

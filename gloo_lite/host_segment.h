@@ -1,9 +1,9 @@
 // The shared segment of the shared-memory collectives (algorithms/shm.cc): one per stream of a
 // context whose ranks all run on one host, created at the stream's first shared-memory call.
 //
-// Layout (docs/algorithms.md, "shm"): a header, an abort record, one 256-byte control block per
+// Layout (docs/algorithms.md, "shm"): a header, an abort record, one control block per
 // rank (its sequence flag on a cache line of its own, its pid and "closed" mark, the
-// fingerprints of its recent calls), then two buffers of P slots of chunk_bytes each.
+// fingerprints of its recent calls; 192 bytes), then two buffers of P slots of chunk_bytes each.
 //
 // Protocol: every rank counts its publishes; all ranks publish the same number of times per
 // call, so the counts advance in lockstep and "rank q reached n" says exactly which step of
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gloo_lite/base/deadline.h"
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/base/shared_memory.h"
 #include "gloo_lite/base/spin_wait.h"
 #include "gloo_lite/transport/op.h"
@@ -31,13 +32,21 @@ namespace algo {
 struct Call;
 }
 
+// Some rank could not create or map the segment; every rank gets the same verdict.
+class SegmentUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
 class HostSegment {
  public:
-  // A collective of every rank of `context`: rank 0 creates the segment for `stream` and
+  // A collective of every rank of `context`: rank 0 creates the segment for the call's stream and
   // publishes it in the store, the others map it, and every rank learns whether all of them
-  // succeeded. Throws Error (the same verdict on every rank) when one could not.
-  static std::unique_ptr<HostSegment> attach(Context& context, uint16_t stream, size_t chunk_bytes,
-                                             const Deadline& deadline);
+  // succeeded. Throws SegmentUnavailable (the same verdict on every rank) when one could not;
+  // TimeoutError when a rank does not come; ConnectionError when the context fails meanwhile.
+  // Runs as part of `call` (the stream's first shm call): its tag, deadline and mesh.
+  static std::unique_ptr<HostSegment> attach(Context& context, const algo::Call& call,
+                                             size_t chunk_bytes);
   // Marks this rank closed: peers that still wait for it fail instead of hanging.
   ~HostSegment();
   HostSegment(const HostSegment&) = delete;
@@ -78,7 +87,8 @@ class HostSegment {
   void check_while_waiting(int rank, uint64_t target, bool slice_over);
   void check_fingerprint(int rank);
   [[noreturn]] void raise_abort() const;
-  std::string what() const;  // "allreduce #3 (shm) on rank 1"
+  // "allreduce (shm, collective #3 on tag 0) on the shared-memory segment"
+  std::string what() const;
 
   std::unique_ptr<SharedMemory> memory_;
   uint8_t* data_;  // the buffers

@@ -190,27 +190,26 @@ void run_allgather(const Call& call, HostSegment& segment) {
 
 // Step k: the root copies piece k into a whole buffer (all P slots) and publishes; the others
 // copy it out and publish that they are done with it. The root is never held up by readers
-// more than two steps behind.
+// more than two steps behind (and, once per call, waits for them at the first step).
 void run_broadcast(const Call& call, HostSegment& segment) {
   const size_t piece = segment.chunk_bytes() * static_cast<size_t>(call.size) / call.element;
   uint8_t* data = call.output;
   for (size_t k = 0; k < ceil_div(call.count, piece); ++k) {
     size_t bytes = call.bytes(piece_length(call.count, piece, k));
+    int buffer = call.rank == call.root ? segment.acquire_buffer() : segment.next_buffer();
     if (call.rank == call.root) {
-      int buffer = segment.acquire_buffer();
       std::memcpy(segment.area(buffer), data + call.bytes(k * piece), bytes);
       segment.publish();
-      segment.release_buffer(buffer, segment.seq());
     } else {
-      int buffer = segment.next_buffer();
       segment.wait_for(call.root, segment.seq() + 1);
       std::memcpy(data + call.bytes(k * piece), segment.area(buffer), bytes);
       segment.publish();
-      segment.release_buffer(buffer, segment.seq());
-      // Once per call, the readers meet: each compares every rank's fingerprint, so that a
-      // rank that takes itself for another root is found (the root waits for nobody).
-      if (k == 0) segment.wait_all(segment.seq());
     }
+    segment.release_buffer(buffer, segment.seq());
+    // Once per call every rank, the root too, waits for all after the first step: each then
+    // compares every rank's fingerprint, so that ranks that disagree on the root all raise
+    // MismatchError (otherwise two "roots" would return without waiting for anybody).
+    if (k == 0) segment.wait_all(segment.seq());
   }
 }
 
@@ -243,8 +242,7 @@ const Algorithm& fallback(const Call& call) {
 
 template <void (*Body)(const Call&, HostSegment&)>
 void run(const Call& call) {
-  HostSegment* segment =
-      call.context->host_segment(tags::stream_of(call.tag), chunk_bytes(), call.deadline);
+  HostSegment* segment = call.context->host_segment(call, chunk_bytes());
   if (segment == nullptr) {
     fallback(call).run(call);  // every rank got the same verdict
     return;
