@@ -110,6 +110,11 @@ struct HostSegment::Control {
   alignas(64) CallRecord calls[kCallRing];
 };
 
+size_t HostSegment::data_offset(int size) {
+  size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
+  return (control_end + kPage - 1) / kPage * kPage;  // the buffers start on a page
+}
+
 HostSegment::Control& HostSegment::control(int rank) const {
   static_assert(sizeof(Control) % 64 == 0, "control blocks on cache lines");
   return reinterpret_cast<Control*>(memory_->data() + kControlOffset)[rank];
@@ -125,8 +130,7 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int siz
       watches_(size),
       checked_(size, false),
       probes_(size) {
-  size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
-  data_ = memory_->data() + (control_end + kPage - 1) / kPage * kPage;
+  data_ = memory_->data() + data_offset(size);
 }
 
 std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
@@ -139,8 +143,7 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
   const std::string base = context.store_key("shm/" + std::to_string(stream) + "/");
   const std::string what =
       "shared-memory collectives of " + context.describe() + " on tag " + std::to_string(stream);
-  size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
-  size_t bytes = (control_end + kPage - 1) / kPage * kPage + 2 * size_t(size) * chunk_bytes;
+  size_t bytes = data_offset(size) + 2 * size_t(size) * chunk_bytes;
 
   std::unique_ptr<SharedMemory> memory;
   std::string verdict = "ok";  // or why this rank cannot take part

@@ -83,6 +83,7 @@ class HostSegment {
   struct Control;
   HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int size, size_t chunk,
               double ranks_per_core);
+  static size_t data_offset(int size);
   Control& control(int rank) const;
   void check_while_waiting(int rank, uint64_t target, bool slice_over);
   void check_fingerprint(int rank);
