@@ -43,11 +43,11 @@ WaitPolicy WaitPolicy::for_load(double ranks_per_core) {
 }
 
 void publish(SharedWord& word, uint64_t value) {
-  word.value.store(value, std::memory_order_release);
-  // Paired with the waiter's sleepers increment and re-check: either the waiter sees the new
-  // value, or this load sees the waiter (both are sequentially consistent).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (word.sleepers.load(std::memory_order_relaxed) != 0) wake_all(word);
+  // Sequentially consistent store and load, paired with the waiter's sleepers increment and
+  // re-read of the value: either the waiter sees the new value, or this load sees the waiter.
+  // (Not a fence between weaker ones: ThreadSanitizer does not model fences.)
+  word.value.store(value, std::memory_order_seq_cst);
+  if (word.sleepers.load(std::memory_order_seq_cst) != 0) wake_all(word);
 }
 
 void wake_all(SharedWord& word) {

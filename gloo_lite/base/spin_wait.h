@@ -29,7 +29,7 @@ struct WaitPolicy {
   static WaitPolicy for_load(double ranks_per_core);
 };
 
-// Stores `value` (release) and wakes every sleeper.
+// Stores `value` (a release, sequentially consistent) and wakes the sleepers, if any.
 void publish(SharedWord& word, uint64_t value);
 // Wakes every sleeper of `word` without changing it (to make waiters look at something else,
 // such as an abort flag).
