@@ -160,9 +160,12 @@ void run_reduce_scatter(const Call& call, HostSegment& segment) {
     }
     segment.publish();
     segment.wait_all(segment.seq());
-    reduce_slots(call, segment, buffer, call.bytes(call.rank * piece),
-                 call.output + call.bytes(k * piece),
-                 piece_length(call.blocks[call.rank], piece, k));
+    // (An empty block may come with a null output: no pointer into it then.)
+    size_t length = piece_length(call.blocks[call.rank], piece, k);
+    if (length > 0) {
+      reduce_slots(call, segment, buffer, call.bytes(call.rank * piece),
+                   call.output + call.bytes(k * piece), length);
+    }
     segment.release_buffer(buffer, segment.seq() + 1);
   }
 }
@@ -306,12 +309,13 @@ Work work_of(const Call& call) {
 
 double cost(const Call& call, const CostModel& model) {
   Work work = work_of(call);
-  // Ranks beyond the cores wait for each other's CPU: a flag is then a futex wake-up and the
-  // copies of all ranks share the cores.
-  double load = std::max(1.0, call.ranks_per_core);
-  double flag = call.ranks_per_core > 1 ? 5 * kFlagSeconds * load : kFlagSeconds;
-  return work.steps * flag +
-         load * (work.copied / kCopyBytesPerSecond + work.reduced * model.gamma);
+  // Ranks beyond the cores wait for each other's CPU: a flag is then a futex wake-up. The
+  // copies are not scaled by the load, as the message algorithms' wire term (whose kernel
+  // copies share the same cores) is not either: on one host shm then wins at every size, as
+  // measured (docs/algorithms.md, "shm measured"; scaling them made auto take
+  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there).
+  double flag = call.ranks_per_core > 1 ? 5 * kFlagSeconds * call.ranks_per_core : kFlagSeconds;
+  return work.steps * flag + work.copied / kCopyBytesPerSecond + work.reduced * model.gamma;
 }
 
 double messages(const Call&) { return 0; }
