@@ -8,12 +8,14 @@
 #include <random>
 #include <sstream>
 
+#include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/failure_report.h"
+#include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
 #include "gloo_lite/point_to_point.h"
 #include "gloo_lite/stream.h"
@@ -158,6 +160,8 @@ Context::~Context() {
   // Registrations go before the mesh that made them.
   for (auto& [tag, stream] : streams_) stream->release_scratch();
   streams_.clear();
+  // No call runs any more: the segments may go (peers still waiting on this rank fail).
+  segments_.clear();
 }
 
 void Context::cancel_work_in_flight() {
@@ -195,6 +199,44 @@ Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
   return {space.data, space.memory};
 }
 
+bool Context::on_one_host() const {
+  return std::all_of(hosts_.begin(), hosts_.end(),
+                     [&](const std::string& host) { return host == hosts_.front(); });
+}
+
+HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes) {
+  const uint16_t tag = tags::stream_of(call.tag);
+  {
+    std::lock_guard<std::mutex> lock(segments_mutex_);
+    auto found = segments_.find(tag);
+    if (found != segments_.end()) return found->second.get();
+  }
+  // Outside the lock: attaching waits for the peers, and fail() must not wait for that. Only
+  // an agreed verdict falls back; a peer that never comes fails the call like any other.
+  std::unique_ptr<HostSegment> segment;
+  try {
+    segment = HostSegment::attach(*this, call, chunk_bytes);
+  } catch (const SegmentUnavailable& e) {
+    std::string text = "shared-memory collectives on tag " + std::to_string(tag) + " of " +
+                       describe() + " are not available (" + e.what() +
+                       "); using the message algorithms instead";
+    if (rank_ == 0) {
+      LOG_WARN("coll", text);
+    } else {
+      LOG_INFO("coll", text);
+    }
+  }
+  std::lock_guard<std::mutex> lock(segments_mutex_);
+  HostSegment* raw = segment.get();
+  segments_[tag] = std::move(segment);
+  // A failure that came while attaching must reach this segment's waiters as well.
+  std::string failed = failure();
+  if (raw != nullptr && !failed.empty()) {
+    raw->abort(rank_, transport::ErrorKind::kConnection, failed);
+  }
+  return raw;
+}
+
 std::string Context::describe() const {
   return "context " + hex(context_id_) + " (rank " + std::to_string(rank_) + " of " +
          std::to_string(size_) + ")";
@@ -217,6 +259,13 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
   // The newest calls are what explains a failure; flight_record() has them all.
   LOG_WARN("context", reason << "\n" << recorder_.dump("flight recorder of " + describe(), 12));
   if (tell_peers) mesh_->abort(reason);
+  {
+    // Peers waiting in a shared segment hear nothing from the mesh: fail them there too.
+    std::lock_guard<std::mutex> lock(segments_mutex_);
+    for (auto& [tag, segment] : segments_) {
+      if (segment) segment->abort(rank_, transport::ErrorKind::kConnection, reason);
+    }
+  }
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,
@@ -317,6 +366,7 @@ void Context::connect_to_peers(const std::string& record, const Deadline& deadli
   }
   context_id_ = context_id;
   ranks_per_core_ = busiest_host_load(hosts, masks);
+  hosts_ = hosts;
   mesh_->connect(addresses, context_id, deadline);
 }
 

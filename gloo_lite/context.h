@@ -18,6 +18,12 @@
 
 namespace gloo_lite {
 
+class HostSegment;
+
+namespace algo {
+struct Call;
+}
+
 namespace detail {
 class Stream;
 class PointToPointHub;
@@ -61,6 +67,14 @@ class Context : public std::enable_shared_from_this<Context> {
   // 4-core machine), the same on every rank. The tuner charges each message's CPU time against
   // it: where ranks outnumber cores, algorithms that send fewer messages win.
   double ranks_per_core() const { return ranks_per_core_; }
+  // Whether every rank of this context runs on this host (same host identity, gloo_lite/base/
+  // host.h), as exchanged at connect: the condition of the shared-memory collectives.
+  bool on_one_host() const;
+  // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
+  // created at its first use, which is a collective call (every rank comes, in stream order).
+  // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
+  // all of them fall back to the message algorithms together). The context owns it.
+  HostSegment* host_segment(const algo::Call& call, size_t chunk_bytes);
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
   // A collective on tag 0 (an allgather of (color, key)), with the same rules as every other
@@ -146,7 +160,8 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<uint64_t> split_count_{0};
   uint64_t generation_ = 0;  // this is the generation_-th context of this rank on the store
   uint64_t context_id_ = 0;
-  double ranks_per_core_ = 0;  // set by connect(); stays 0 for a single rank (nothing to tune)
+  double ranks_per_core_ = 0;       // set by connect(); stays 0 for a single rank (nothing to tune)
+  std::vector<std::string> hosts_;  // host identity per rank, set by connect()
 
   FlightRecorder recorder_;
   mutable std::mutex failure_mutex_;
@@ -159,6 +174,10 @@ class Context : public std::enable_shared_from_this<Context> {
   bool closing_ = false;  // the destructor runs: no new streams
   std::map<uint16_t, std::shared_ptr<detail::Stream>> streams_;
   std::shared_ptr<detail::PointToPointHub> point_to_point_;
+
+  // Per stream; a null entry: the segment could not be created (the fallback is for good).
+  std::mutex segments_mutex_;
+  std::map<uint16_t, std::unique_ptr<HostSegment>> segments_;
 };
 
 }  // namespace gloo_lite

@@ -170,6 +170,14 @@ std::string call_difference(uint64_t mine, uint64_t theirs) {
 
 }  // namespace
 
+std::string describe_fingerprint(uint64_t fingerprint, uint64_t tag) {
+  return describe_call(fingerprint, tag);
+}
+
+std::string fingerprint_difference(uint64_t mine, uint64_t theirs) {
+  return call_difference(mine, theirs);
+}
+
 uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorithm) {
   // The transport (below this layer) prints fingerprints through these; registered on the
   // first call, before any message of a collective can carry a fingerprint.

@@ -41,4 +41,10 @@ struct Algorithm;
 // the size check of each message covers them).
 uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorithm);
 
+// "allreduce #12 (float32, sum, algorithm ring, counts #3a9f01)", and what two fingerprints
+// disagree on ("the type and the root"): for mismatches found outside the transport (the
+// shared-memory collectives compare fingerprints in their segment).
+std::string describe_fingerprint(uint64_t fingerprint, uint64_t tag);
+std::string fingerprint_difference(uint64_t mine, uint64_t theirs);
+
 }  // namespace gloo_lite

@@ -30,7 +30,7 @@ const std::vector<Algorithm>& all_algorithms() {
     std::vector<Algorithm> all;
     for (auto family :
          {ring_algorithms, halving_doubling_algorithms, tree_algorithms, direct_algorithms,
-          bruck_algorithms, pairwise_algorithms, dissemination_algorithms}) {
+          bruck_algorithms, pairwise_algorithms, dissemination_algorithms, shm_algorithms}) {
       for (const Algorithm& algorithm : family()) all.push_back(algorithm);
     }
     return all;

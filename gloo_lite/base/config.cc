@@ -161,6 +161,18 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "sleeps (0: never poll; unset: 50 with a core per rank on the host, 100 yielding the CPU "
        "between polls when ranks outnumber cores; the budget adapts below the bound)",
        integer(0, 1000000)},
+      {"GLOO_LITE_SHM_COLLECTIVES", "1",
+       "1: collectives of a context whose ranks all share one host may run in a shared memory "
+       "segment (algorithm shm); 0: never",
+       on_off()},
+      {"GLOO_LITE_SHM_CHUNK_BYTES", "256K",
+       "Shared-memory collectives: bytes per rank and step; each stream's segment holds "
+       "2 * ranks * this",
+       bytes(4096, kGiB)},
+      {"GLOO_LITE_HOST_ID", "",
+       "Overrides this process's host identity (the kernel's boot id), e.g. to make ranks of "
+       "one machine look like several hosts in tests",
+       text()},
       {"GLOO_LITE_ALGO", "",
        "Algorithm per collective, overriding auto: \"allreduce:ring;broadcast:tree\" or one name "
        "for every collective that has it",

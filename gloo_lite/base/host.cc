@@ -34,6 +34,10 @@ std::string mask_of_count(int64_t count) {
 }  // namespace
 
 std::string host_identity() {
+  if (std::string id = knob_string("GLOO_LITE_HOST_ID"); !id.empty()) {
+    std::replace(id.begin(), id.end(), ' ', '_');
+    return "id:" + id;
+  }
   std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
   std::string id;
   if (boot_id >> id && !id.empty()) return "boot:" + id;

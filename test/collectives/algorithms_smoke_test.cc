@@ -564,6 +564,9 @@ TEST(CostModel, CrowdedHostsPreferFewerMessages) {
     const algo::Algorithm* best = nullptr;
     for (const algo::Algorithm& algorithm : algo::all_algorithms()) {
       if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
+      // The message algorithms only: shm needs every rank on one host, which a call without
+      // a context cannot say.
+      if (std::string(algorithm.name) == "shm") continue;
       if (best == nullptr ||
           algo::estimate(algorithm, call, model) < algo::estimate(*best, call, model)) {
         best = &algorithm;

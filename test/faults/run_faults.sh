@@ -409,8 +409,8 @@ case_launcher_blame() {
   kill_started
 }
 
-# Rank 2's cable cut on the bridge of a network namespace topology (test/netns/).
-# GLOO_LITE_TRANSPORT=tcp: namespaces share the kernel, and shared memory crosses no cable.
+# Rank 2's cable cut on the bridge of a network namespace topology (test/netns/). Each
+# namespace is a host of its own (GLOO_LITE_HOST_ID): the collectives go over the network.
 case_link_cut() {
   local why
   if ! why=$(netns_available); then
@@ -424,8 +424,9 @@ case_link_cut() {
   STARTED_PIDS+=("$!")
   sleep 0.3
   for ((rank = 0; rank < ranks; ++rank)); do
-    ip netns exec "$(netns_name "$rank")" env -u GLOO_LITE_HOSTNAME -u GLOO_LITE_IFNAME GLOO_LITE_TRANSPORT=tcp \
+    ip netns exec "$(netns_name "$rank")" env -u GLOO_LITE_HOSTNAME -u GLOO_LITE_IFNAME \
       GLOO_LITE_RANK="$rank" GLOO_LITE_SIZE="$ranks" GLOO_LITE_PREFIX="$name" \
+      GLOO_LITE_HOST_ID="$(netns_name "$rank")" \
       GLOO_LITE_STORE="tcp://$NETNS_HUB_ADDRESS:29500" GLOO_LITE_TIMEOUT_MS="$DEADLINE_MS" \
       "$FAULT_RANK" loop $((16 << 20)) 60 >"$WORK/$name.$rank" 2>&1 &
     PIDS[rank]=$!

@@ -53,16 +53,17 @@ now_ms() { date +%s%3N; }
 
 # start_ranks NAME TIMEOUT_MS SECONDS COLLECTIVE: rank i in namespace i, its log in
 # $WORK/NAME.i, its pid in PIDS[i]. The address knobs are cleared: each namespace has one
-# interface besides loopback, and the default selection must find it (checked below). TCP is
-# forced: network namespaces share the kernel, so the table would pick shared memory, which no
-# cut cable interrupts.
+# interface besides loopback, and the default selection must find it (checked below). Each
+# namespace is a host of its own (GLOO_LITE_HOST_ID), so that collectives use the network, not
+# the shared-memory path of ranks on one machine.
 start_ranks() {
   local name=$1 timeout_ms=$2 seconds=$3 collective=$4 i
   PIDS=()
   for ((i = 0; i < RANKS; ++i)); do
     timeout -k 2 30 ip netns exec "$(netns_name "$i")" \
-      env -u GLOO_LITE_HOSTNAME -u GLOO_LITE_IFNAME GLOO_LITE_TRANSPORT=tcp \
+      env -u GLOO_LITE_HOSTNAME -u GLOO_LITE_IFNAME \
       GLOO_LITE_RANK="$i" GLOO_LITE_SIZE="$RANKS" GLOO_LITE_PREFIX="$name" \
+      GLOO_LITE_HOST_ID="$(netns_name "$i")" \
       GLOO_LITE_STORE="tcp://$NETNS_HUB_ADDRESS:$STORE_PORT" GLOO_LITE_TIMEOUT_MS="$timeout_ms" \
       "$FAULT_RANK" loop "$BYTES" "$seconds" "$collective" >"$WORK/$name.$i" 2>&1 &
     PIDS[i]=$!

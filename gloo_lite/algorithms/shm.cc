@@ -1,0 +1,336 @@
+// Shared-memory collectives ("shm"): for a context whose ranks all run on one host, the data
+// goes through one shared segment per stream (gloo_lite/host_segment.h) instead of messages.
+// Each step, every rank copies its part into its slot of one of two alternating buffers and
+// publishes its sequence flag; the others read the slots directly (reduce with the kernels of
+// reduction.h, or copy out). Steps are chunks of GLOO_LITE_SHM_CHUNK_BYTES per rank, so large
+// calls pipeline through a fixed segment and the double buffer lets fast ranks run one step
+// ahead. docs/algorithms.md ("shm") has the steps and the cost.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/host_segment.h"
+#include "gloo_lite/transport/tag_space.h"
+
+namespace gloo_lite::algo {
+namespace {
+
+// Up to this size an allreduce (reduce) is one step: every rank (the root) reduces all P slots
+// itself, one flag round trip instead of two.
+constexpr size_t kOneStepBytes = 16 * 1024;
+
+size_t chunk_bytes() {
+  static const size_t bytes = static_cast<size_t>(knob_int("GLOO_LITE_SHM_CHUNK_BYTES"));
+  return bytes;
+}
+
+bool supports(const Call& call) {
+  static const bool enabled = knob_bool("GLOO_LITE_SHM_COLLECTIVES");
+  // A reduce_scatter step gives each rank's block chunk/P bytes: at least one element. Without
+  // a context (a call's shape alone, as tests ask) only the shape is judged.
+  return enabled && chunk_bytes() / static_cast<size_t>(call.size) >= call.element &&
+         (call.context == nullptr || call.context->on_one_host());
+}
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// Elements [begin, end) of part `s` of `n` elements in `parts` nearly equal parts.
+size_t part_begin(size_t n, int parts, int s) { return n * static_cast<size_t>(s) / parts; }
+
+// Piece `k` of a block of `block` elements in pieces of `piece`: its length (0 past the end).
+size_t piece_length(size_t block, size_t piece, size_t k) {
+  return block > k * piece ? std::min(piece, block - k * piece) : 0;
+}
+
+// dst = slot(0) op slot(1) op ... op slot(P-1) at `offset` bytes, `count` elements: the same
+// order on every rank, so that every rank computes the same bits.
+void reduce_slots(const Call& call, HostSegment& segment, int buffer, size_t offset, uint8_t* dst,
+                  size_t count) {
+  if (count == 0) return;
+  call.reduce_to(dst, segment.slot(0, buffer) + offset, segment.slot(1, buffer) + offset, count);
+  for (int q = 2; q < call.size; ++q)
+    call.reduce_into(dst, segment.slot(q, buffer) + offset, count);
+}
+
+// Reduces this rank's part [lo, hi) of the chunk in `buffer` into its own slot, in place: only
+// this rank reads or writes that part of its slot during the step.
+void reduce_own_part(const Call& call, HostSegment& segment, int buffer, size_t lo, size_t hi) {
+  uint8_t* mine = segment.slot(call.rank, buffer) + call.bytes(lo);
+  for (int q = 0; q < call.size; ++q) {
+    if (q != call.rank && hi > lo) {
+      call.reduce_into(mine, segment.slot(q, buffer) + call.bytes(lo), hi - lo);
+    }
+  }
+}
+
+// Every slot's reduced part of the chunk in `buffer` into `out` (the chunk's place in the
+// output).
+void copy_out_parts(const Call& call, HostSegment& segment, int buffer, size_t length,
+                    uint8_t* out) {
+  for (int s = 0; s < call.size; ++s) {
+    size_t lo = part_begin(length, call.size, s), hi = part_begin(length, call.size, s + 1);
+    std::memcpy(out + call.bytes(lo), segment.slot(s, buffer) + call.bytes(lo),
+                call.bytes(hi - lo));
+  }
+}
+
+// Small vectors: one step, every rank (only the root, for reduce) reduces all slots.
+void one_step_reduction(const Call& call, HostSegment& segment, bool reduce_here) {
+  int buffer = segment.acquire_buffer();
+  std::memcpy(segment.slot(call.rank, buffer), call.input, call.bytes(call.count));
+  segment.publish();
+  if (reduce_here) {
+    segment.wait_all(segment.seq());
+    reduce_slots(call, segment, buffer, 0, call.output, call.count);
+  }
+  // Readers are done with the buffer before their next publish.
+  segment.release_buffer(buffer, segment.seq() + 1);
+}
+
+// allreduce (to_all) and reduce (the root only) in chunks: copy in, reduce one's part of the
+// chunk in one's slot, publish, copy every part out. allreduce copies the next chunk in before
+// copying this one out, so that the others can start reducing it meanwhile.
+void chunked_reduction(const Call& call, HostSegment& segment, bool to_all) {
+  const size_t n = call.count;
+  const size_t chunk = segment.chunk_bytes() / call.element;
+  const size_t chunks = ceil_div(n, chunk);
+  auto length = [&](size_t k) { return std::min(chunk, n - k * chunk); };
+  int buffer = segment.acquire_buffer();
+  std::memcpy(segment.slot(call.rank, buffer), call.input, call.bytes(length(0)));
+  segment.publish();
+  for (size_t k = 0; k < chunks; ++k) {
+    size_t m = length(k);
+    segment.wait_all(segment.seq());  // every slot holds chunk k
+    reduce_own_part(call, segment, buffer, part_begin(m, call.size, call.rank),
+                    part_begin(m, call.size, call.rank + 1));
+    segment.publish();
+    bool copy_out = to_all || call.rank == call.root;
+    if (copy_out) segment.wait_all(segment.seq());  // every part of chunk k is reduced
+    int next = buffer;
+    if (to_all && k + 1 < chunks) {
+      next = segment.acquire_buffer();
+      std::memcpy(segment.slot(call.rank, next), call.input + call.bytes((k + 1) * chunk),
+                  call.bytes(length(k + 1)));
+      segment.publish();
+    }
+    if (copy_out) copy_out_parts(call, segment, buffer, m, call.output + call.bytes(k * chunk));
+    segment.release_buffer(buffer, segment.seq() + 1);
+    if (!to_all && k + 1 < chunks) {
+      next = segment.acquire_buffer();
+      std::memcpy(segment.slot(call.rank, next), call.input + call.bytes((k + 1) * chunk),
+                  call.bytes(length(k + 1)));
+      segment.publish();
+    }
+    buffer = next;
+  }
+}
+
+void run_allreduce(const Call& call, HostSegment& segment) {
+  if (call.bytes(call.count) <= std::min(kOneStepBytes, segment.chunk_bytes())) {
+    one_step_reduction(call, segment, true);
+  } else {
+    chunked_reduction(call, segment, true);
+  }
+}
+
+void run_reduce(const Call& call, HostSegment& segment) {
+  if (call.bytes(call.count) <= std::min(kOneStepBytes, segment.chunk_bytes())) {
+    one_step_reduction(call, segment, call.rank == call.root);
+  } else {
+    chunked_reduction(call, segment, false);
+  }
+}
+
+// Step k: every rank copies piece k of every block into its slot (piece s at s*piece); rank r
+// reduces piece k of block r from all slots straight into its output.
+void run_reduce_scatter(const Call& call, HostSegment& segment) {
+  const size_t piece = segment.chunk_bytes() / static_cast<size_t>(call.size) / call.element;
+  const size_t longest = *std::max_element(call.blocks.begin(), call.blocks.end());
+  for (size_t k = 0; k < ceil_div(longest, piece); ++k) {
+    int buffer = segment.acquire_buffer();
+    uint8_t* mine = segment.slot(call.rank, buffer);
+    for (int s = 0; s < call.size; ++s) {
+      std::memcpy(mine + call.bytes(s * piece),
+                  call.input + call.bytes(call.offsets[s] + k * piece),
+                  call.bytes(piece_length(call.blocks[s], piece, k)));
+    }
+    segment.publish();
+    segment.wait_all(segment.seq());
+    // (An empty block may come with a null output: no pointer into it then.)
+    size_t length = piece_length(call.blocks[call.rank], piece, k);
+    if (length > 0) {
+      reduce_slots(call, segment, buffer, call.bytes(call.rank * piece),
+                   call.output + call.bytes(k * piece), length);
+    }
+    segment.release_buffer(buffer, segment.seq() + 1);
+  }
+}
+
+// Step k: every rank copies piece k of its block (already in place in the output) into its
+// slot; everyone copies the others' pieces out.
+void run_allgather(const Call& call, HostSegment& segment) {
+  const size_t piece = segment.chunk_bytes() / call.element;
+  const size_t longest = *std::max_element(call.blocks.begin(), call.blocks.end());
+  for (size_t k = 0; k < ceil_div(longest, piece); ++k) {
+    int buffer = segment.acquire_buffer();
+    std::memcpy(segment.slot(call.rank, buffer),
+                call.output + call.bytes(call.offsets[call.rank] + k * piece),
+                call.bytes(piece_length(call.blocks[call.rank], piece, k)));
+    segment.publish();
+    segment.wait_all(segment.seq());
+    for (int s = 0; s < call.size; ++s) {
+      if (s == call.rank) continue;
+      std::memcpy(call.output + call.bytes(call.offsets[s] + k * piece), segment.slot(s, buffer),
+                  call.bytes(piece_length(call.blocks[s], piece, k)));
+    }
+    segment.release_buffer(buffer, segment.seq() + 1);
+  }
+}
+
+// Step k: the root copies piece k into a whole buffer (all P slots) and publishes; the others
+// copy it out and publish that they are done with it. The root is never held up by readers
+// more than two steps behind (and, once per call, waits for them at the first step).
+void run_broadcast(const Call& call, HostSegment& segment) {
+  const size_t piece = segment.chunk_bytes() * static_cast<size_t>(call.size) / call.element;
+  uint8_t* data = call.output;
+  for (size_t k = 0; k < ceil_div(call.count, piece); ++k) {
+    size_t bytes = call.bytes(piece_length(call.count, piece, k));
+    int buffer = call.rank == call.root ? segment.acquire_buffer() : segment.next_buffer();
+    if (call.rank == call.root) {
+      std::memcpy(segment.area(buffer), data + call.bytes(k * piece), bytes);
+      segment.publish();
+    } else {
+      segment.wait_for(call.root, segment.seq() + 1);
+      std::memcpy(data + call.bytes(k * piece), segment.area(buffer), bytes);
+      segment.publish();
+    }
+    segment.release_buffer(buffer, segment.seq());
+    // Once per call every rank, the root too, waits for all after the first step: each then
+    // compares every rank's fingerprint, so that ranks that disagree on the root all raise
+    // MismatchError (otherwise two "roots" would return without waiting for anybody).
+    if (k == 0) segment.wait_all(segment.seq());
+  }
+}
+
+void run_barrier(const Call&, HostSegment& segment) {
+  segment.publish();
+  segment.wait_all(segment.seq());
+}
+
+// The cheapest message algorithm for this call: what runs when the segment cannot be made.
+const Algorithm& fallback(const Call& call) {
+  const Algorithm* best = nullptr;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != call.collective || std::strcmp(algorithm.name, "shm") == 0 ||
+        !algorithm.supports(call)) {
+      continue;
+    }
+    double cost = estimate(algorithm, call, CostModel::get());
+    if (cost < best_cost * (1 - 1e-9)) {
+      best_cost = cost;
+      best = &algorithm;
+    }
+  }
+  if (best == nullptr) {
+    throw InvalidArgument(std::string(collective_name(call.collective)) +
+                          ": no message algorithm to fall back to from shm");
+  }
+  return *best;
+}
+
+template <void (*Body)(const Call&, HostSegment&)>
+void run(const Call& call) {
+  HostSegment* segment = call.context->host_segment(call, chunk_bytes());
+  if (segment == nullptr) {
+    fallback(call).run(call);  // every rank got the same verdict
+    return;
+  }
+  segment->begin(call);
+  try {
+    Body(call, *segment);
+  } catch (const MismatchError& e) {
+    // Found by the transport (a peer runs another algorithm): the ranks that wait in the
+    // segment must raise it too. (TimeoutError: the hang report first; the context's failure
+    // reaches the segment after it.)
+    segment->abort(call.rank, transport::ErrorKind::kMismatch, e.what());
+    segment->end();
+    throw;
+  } catch (...) {
+    segment->end();
+    throw;
+  }
+  segment->end();
+}
+
+// --- cost: copies at memory bandwidth and flag round trips, on CPUs that the ranks share ---
+
+constexpr double kCopyBytesPerSecond = 6e9;
+constexpr double kFlagSeconds = 1e-6;
+
+struct Work {
+  double steps = 0;    // flag round trips on the critical path
+  double copied = 0;   // bytes each rank copies
+  double reduced = 0;  // bytes of reduction input each rank reads
+};
+
+Work work_of(const Call& call) {
+  const double bytes = static_cast<double>(call.total_bytes());
+  const double chunk = static_cast<double>(chunk_bytes());
+  const double p = call.size;
+  Work work;
+  switch (call.collective) {
+    case Collective::kAllreduce:
+    case Collective::kReduce:
+      if (bytes <= std::min<double>(kOneStepBytes, chunk)) {
+        work = {1, bytes, p * bytes};
+      } else {
+        work = {2 * std::ceil(bytes / chunk), 2 * bytes, bytes};
+      }
+      break;
+    case Collective::kReduceScatter:
+      work = {std::max(1.0, std::ceil(bytes / chunk)), bytes, bytes};
+      break;
+    case Collective::kAllgather:
+      work = {std::max(1.0, std::ceil(bytes / p / chunk)), bytes, 0};
+      break;
+    case Collective::kBroadcast:
+      work = {std::max(1.0, std::ceil(bytes / (p * chunk))), bytes, 0};
+      break;
+    default:
+      work = {1, 0, 0};
+  }
+  return work;
+}
+
+double cost(const Call& call, const CostModel& model) {
+  Work work = work_of(call);
+  // Ranks beyond the cores wait for each other's CPU: a flag is then a futex wake-up. The
+  // copies are not scaled by the load, as the message algorithms' wire term (whose kernel
+  // copies share the same cores) is not either: on one host shm then wins at every size, as
+  // measured (docs/algorithms.md, "shm measured"; scaling them made auto take
+  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there).
+  double flag = call.ranks_per_core > 1 ? 5 * kFlagSeconds * call.ranks_per_core : kFlagSeconds;
+  return work.steps * flag + work.copied / kCopyBytesPerSecond + work.reduced * model.gamma;
+}
+
+double messages(const Call&) { return 0; }
+
+}  // namespace
+
+std::vector<Algorithm> shm_algorithms() {
+  return {
+      {"shm", Collective::kAllreduce, supports, cost, messages, run<run_allreduce>},
+      {"shm", Collective::kReduceScatter, supports, cost, messages, run<run_reduce_scatter>},
+      {"shm", Collective::kAllgather, supports, cost, messages, run<run_allgather>},
+      {"shm", Collective::kBroadcast, supports, cost, messages, run<run_broadcast>},
+      {"shm", Collective::kReduce, supports, cost, messages, run<run_reduce>},
+      {"shm", Collective::kBarrier, supports, cost, messages, run<run_barrier>},
+  };
+}
+
+}  // namespace gloo_lite::algo

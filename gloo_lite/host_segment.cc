@@ -1,0 +1,377 @@
+#include "gloo_lite/host_segment.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gloo_lite/algorithms/call.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/log.h"
+#include "gloo_lite/context.h"
+#include "gloo_lite/fingerprint.h"
+#include "gloo_lite/hang_report.h"
+#include "gloo_lite/transport/matching.h"
+
+namespace gloo_lite {
+namespace {
+
+constexpr uint64_t kMagic = 0x31686d736f6f6c67;  // "gloolshm1", little-endian
+constexpr size_t kReasonBytes = 1984;
+// Fingerprints of a rank's last calls: a peer is never more than two calls ahead (it may not
+// rewrite a buffer before every rank has left it), so it cannot overwrite the one compared.
+constexpr int kCallRing = 4;
+// A waiter looks at dead peers, its deadline and stray messages this often while it sleeps.
+constexpr auto kSlice = std::chrono::milliseconds(20);
+
+struct alignas(64) Header {
+  uint64_t magic;
+  uint64_t size;
+  uint64_t chunk;
+};
+
+struct alignas(64) AbortRecord {
+  std::atomic<uint32_t> state;  // 0: none, 1: being written, 2: written
+  int32_t rank;
+  int32_t kind;
+  char reason[kReasonBytes];
+};
+
+struct CallRecord {
+  std::atomic<uint64_t> index;
+  std::atomic<uint64_t> fingerprint;
+};
+
+constexpr size_t kControlOffset = sizeof(Header) + sizeof(AbortRecord);
+constexpr size_t kPage = 4096;
+
+Header& header_of(uint8_t* base) { return *reinterpret_cast<Header*>(base); }
+AbortRecord& abort_of(uint8_t* base) {
+  return *reinterpret_cast<AbortRecord*>(base + sizeof(Header));
+}
+
+// Store reads in slices, so that a context that fails meanwhile (destroyed with this call in
+// flight, aborted by a peer) ends the wait at once instead of at the deadline; after the first
+// slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
+// connection closed) or runs another algorithm (its messages' fingerprints) fail the wait too.
+std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
+                             const std::vector<std::string>& keys) {
+  std::vector<transport::RequestPtr> probes;
+  auto cancel = [&] {
+    for (const auto& probe : probes) call.mesh->cancel(probe);
+  };
+  try {
+    for (;;) {
+      Deadline slice = Deadline::after(std::chrono::milliseconds(50)).earlier(call.deadline);
+      try {
+        std::vector<Bytes> values = context.store()->multi_get(keys, slice);
+        cancel();
+        return values;
+      } catch (const TimeoutError&) {
+        if (call.deadline.expired()) throw;
+        std::string failure = context.failure();
+        if (!failure.empty()) {
+          throw ConnectionError(context.describe() +
+                                " failed while its ranks set up shared memory: " + failure);
+        }
+      }
+      if (probes.empty()) {
+        for (int peer = 0; peer < call.size; ++peer) {
+          if (peer == call.rank) continue;
+          probes.push_back(
+              call.mesh->recv(peer, call.tag, *call.output_memory, 0, 0, call.fingerprint));
+        }
+      }
+      for (const auto& probe : probes) {
+        if (probe->test()) {
+          throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) +
+                              " received a message of rank " + std::to_string(probe->source()) +
+                              " in " + describe_fingerprint(call.fingerprint, call.tag) +
+                              ", which runs this call with another algorithm");
+        }
+      }
+    }
+  } catch (...) {
+    cancel();
+    throw;
+  }
+}
+
+std::string rank_word(const std::vector<int>& ranks) {
+  return std::string(ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+}
+
+}  // namespace
+
+struct HostSegment::Control {
+  SharedWord flag;
+  alignas(64) std::atomic<int64_t> pid;
+  std::atomic<uint32_t> closed;
+  alignas(64) CallRecord calls[kCallRing];
+};
+
+size_t HostSegment::data_offset(int size) {
+  size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
+  return (control_end + kPage - 1) / kPage * kPage;  // the buffers start on a page
+}
+
+HostSegment::Control& HostSegment::control(int rank) const {
+  static_assert(sizeof(Control) % 64 == 0, "control blocks on cache lines");
+  return reinterpret_cast<Control*>(memory_->data() + kControlOffset)[rank];
+}
+
+HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int size, size_t chunk,
+                         double ranks_per_core)
+    : memory_(std::move(memory)),
+      rank_(rank),
+      size_(size),
+      chunk_(chunk),
+      policy_(WaitPolicy::for_load(ranks_per_core)),
+      watches_(size),
+      checked_(size, false),
+      probes_(size) {
+  data_ = memory_->data() + data_offset(size);
+}
+
+std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
+                                                 size_t chunk_bytes) {
+  const uint16_t stream = tags::stream_of(call.tag);
+  const Deadline& deadline = call.deadline;
+  const int rank = context.rank();
+  const int size = context.size();
+  Store& store = *context.store();
+  const std::string base = context.store_key("shm/" + std::to_string(stream) + "/");
+  const std::string what =
+      "shared-memory collectives of " + context.describe() + " on tag " + std::to_string(stream);
+  size_t bytes = data_offset(size) + 2 * size_t(size) * chunk_bytes;
+
+  std::unique_ptr<SharedMemory> memory;
+  std::string verdict = "ok";  // or why this rank cannot take part
+  if (rank == 0) {
+    std::string handle;
+    try {
+      memory = SharedMemory::create(what, bytes);
+      Header& header = header_of(memory->data());
+      header.magic = kMagic;
+      header.size = static_cast<uint64_t>(size);
+      header.chunk = chunk_bytes;
+      handle = memory->handle();
+    } catch (const Error& e) {
+      verdict = e.what();
+      handle = "error " + verdict;
+    }
+    store.set(base + "handle", to_bytes(handle), deadline);
+  } else {
+    std::string handle = to_string(read_keys(context, call, {base + "handle"})[0]);
+    if (handle.compare(0, 6, "error ") == 0) {
+      verdict = "rank 0 could not create the segment: " + handle.substr(6);
+    } else {
+      try {
+        memory = SharedMemory::open(what, handle);
+        const Header& header = header_of(memory->data());
+        if (header.magic != kMagic || header.size != uint64_t(size) ||
+            header.chunk != chunk_bytes) {
+          throw Error(what + ": the segment's layout (" + std::to_string(header.size) +
+                      " ranks, chunks of " + std::to_string(header.chunk) +
+                      " bytes) differs from this rank's (" + std::to_string(size) + ", " +
+                      std::to_string(chunk_bytes) +
+                      "): is GLOO_LITE_SHM_CHUNK_BYTES the same on every rank?");
+        }
+      } catch (const Error& e) {
+        verdict = e.what();
+        memory.reset();
+      }
+    }
+  }
+  std::unique_ptr<HostSegment> segment;
+  if (memory) {
+    segment.reset(
+        new HostSegment(std::move(memory), rank, size, chunk_bytes, context.ranks_per_core()));
+    segment->control(rank).pid.store(getpid(), std::memory_order_release);
+  }
+  // Every rank's verdict, so that all of them use the segment or none does.
+  store.set(base + "verdict/" + std::to_string(rank), to_bytes(verdict), deadline);
+  std::vector<std::string> keys;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer != rank) keys.push_back(base + "verdict/" + std::to_string(peer));
+  }
+  std::vector<Bytes> verdicts = read_keys(context, call, keys);
+  std::string failure = verdict == "ok" ? "" : "rank " + std::to_string(rank) + ": " + verdict;
+  for (size_t i = 0; i < verdicts.size() && failure.empty(); ++i) {
+    std::string theirs = to_string(verdicts[i]);
+    int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
+    if (theirs != "ok") failure = "rank " + std::to_string(peer) + ": " + theirs;
+  }
+  if (!failure.empty()) throw SegmentUnavailable(failure);
+  // Everyone has mapped it: nobody else may open it from now on.
+  if (rank == 0) segment->memory_->close_handle();
+  pid_t own = getpid();
+  for (int peer = 0; peer < size; ++peer) {
+    pid_t pid = static_cast<pid_t>(segment->control(peer).pid.load(std::memory_order_acquire));
+    if (peer != rank && pid != own) segment->watches_[peer] = std::make_unique<ProcessWatch>(pid);
+  }
+  return segment;
+}
+
+HostSegment::~HostSegment() {
+  Control& mine = control(rank_);
+  mine.closed.store(1, std::memory_order_release);
+  // Whoever sleeps on this rank's flag must look again (and see it closed).
+  wake_all(mine.flag);
+}
+
+void HostSegment::begin(const algo::Call& call) {
+  call_ = &call;
+  // A rank that failed (or timed out waiting for this one) may have left this rank nothing to
+  // wait for in this call: look before computing a result.
+  if (abort_of(memory_->data()).state.load(std::memory_order_acquire) == 2) {
+    raise_abort();
+  }
+  call_start_ = seq_;
+  std::fill(checked_.begin(), checked_.end(), false);
+  CallRecord& record = control(rank_).calls[calls_ % kCallRing];
+  record.index.store(calls_, std::memory_order_relaxed);
+  record.fingerprint.store(call.fingerprint, std::memory_order_relaxed);
+  ++calls_;  // published with this rank's next flag (a release store)
+}
+
+void HostSegment::end() {
+  for (transport::RequestPtr& probe : probes_) {
+    if (probe) call_->mesh->cancel(probe);
+    probe.reset();
+  }
+  call_ = nullptr;
+}
+
+void HostSegment::publish() { gloo_lite::publish(control(rank_).flag, ++seq_); }
+
+int HostSegment::next_buffer() {
+  int buffer = next_buffer_;
+  next_buffer_ ^= 1;
+  return buffer;
+}
+
+int HostSegment::acquire_buffer() {
+  int buffer = next_buffer();
+  wait_all(free_after_[buffer]);
+  return buffer;
+}
+
+void HostSegment::wait_all(uint64_t target) {
+  if (target <= everyone_reached_) return;
+  uint64_t lowest = UINT64_MAX;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    wait_for(peer, target);
+    lowest = std::min(lowest, control(peer).flag.value.load(std::memory_order_relaxed));
+  }
+  everyone_reached_ = std::min(lowest, seq_);
+}
+
+void HostSegment::wait_for(int peer, uint64_t target) {
+  SharedWord& flag = control(peer).flag;
+  SpinWaiter waiter(flag, target, policy_);
+  if (!waiter.reached()) {
+    Deadline slice = Deadline::after(kSlice);
+    while (!waiter.wait(slice.earlier(call_->deadline))) {
+      bool slice_over = slice.expired();
+      check_while_waiting(peer, target, slice_over);
+      if (slice_over) slice = Deadline::after(kSlice);
+    }
+  }
+  if (!checked_[peer] && target > call_start_) check_fingerprint(peer);
+}
+
+void HostSegment::check_fingerprint(int peer) {
+  checked_[peer] = true;
+  uint64_t index = calls_ - 1;
+  const CallRecord& record = control(peer).calls[index % kCallRing];
+  uint64_t theirs = record.fingerprint.load(std::memory_order_relaxed);
+  if (record.index.load(std::memory_order_relaxed) != index || theirs == call_->fingerprint) {
+    return;  // the same call (or the peer already moved on: the others compare)
+  }
+  std::string text = "collective mismatch: rank " + std::to_string(rank_) + " in " +
+                     describe_fingerprint(call_->fingerprint, call_->tag) + " found rank " +
+                     std::to_string(peer) + " in " + describe_fingerprint(theirs, call_->tag) +
+                     " on the shared-memory segment; the calls differ in " +
+                     fingerprint_difference(call_->fingerprint, theirs) +
+                     ". Every rank must call the same collectives in the same order with the "
+                     "same type, op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares "
+                     "every pair before each call)";
+  abort(rank_, transport::ErrorKind::kMismatch, text);
+  // Ranks that wait on messages (another algorithm, another collective) must learn it too.
+  if (auto* mesh = dynamic_cast<transport::MatchingMesh*>(call_->mesh)) {
+    mesh->abort_with(transport::ErrorKind::kMismatch, text);
+  }
+  throw MismatchError(text);
+}
+
+void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over) {
+  const AbortRecord& record = abort_of(memory_->data());
+  if (record.state.load(std::memory_order_acquire) == 2) raise_abort();
+  if (!slice_over) return;
+  const Control& theirs = control(peer);
+  if (theirs.closed.load(std::memory_order_acquire) != 0) {
+    throw ConnectionError("rank " + std::to_string(peer) + " closed its context while rank " +
+                          std::to_string(rank_) + " waited for it in " + what());
+  }
+  if (watches_[peer] && watches_[peer]->exited()) {
+    throw ConnectionError("rank " + std::to_string(peer) + " (pid " +
+                          std::to_string(watches_[peer]->pid()) + ") died while rank " +
+                          std::to_string(rank_) + " waited for it in " + what());
+  }
+  // A peer that runs another algorithm of this call sends messages that nobody here receives:
+  // a receive under the call's tag lets the transport compare their fingerprint with this
+  // call's (MismatchError). Only from the rank waited for: it cannot have finished the call.
+  transport::RequestPtr& probe = probes_[peer];
+  if (!probe) {
+    probe = call_->mesh->recv(peer, call_->tag, *call_->output_memory, 0, 0, call_->fingerprint);
+  }
+  if (probe->test()) {
+    throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " in " +
+                        describe_fingerprint(call_->fingerprint, call_->tag) +
+                        " received a message of rank " + std::to_string(peer) +
+                        ", which runs this call with another algorithm");
+  }
+  if (call_->deadline.expired()) {
+    std::vector<int> behind;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && control(r).flag.value.load(std::memory_order_acquire) < target) {
+        behind.push_back(r);
+      }
+    }
+    if (behind.empty()) behind.push_back(peer);
+    throw TimeoutError(rank_word(behind) + " did not reach step " +
+                       std::to_string(target - call_start_) + " of " + what() +
+                       " before the deadline (rank " + std::to_string(rank_) + " waited)");
+  }
+}
+
+void HostSegment::raise_abort() const {
+  const AbortRecord& record = abort_of(memory_->data());
+  std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
+  auto kind = static_cast<transport::ErrorKind>(record.kind);
+  if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
+  throw ConnectionError("rank " + std::to_string(record.rank) + " aborted: " + reason);
+}
+
+void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& reason) {
+  AbortRecord& record = abort_of(memory_->data());
+  uint32_t none = 0;
+  if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
+  record.rank = rank;
+  record.kind = static_cast<int32_t>(kind);
+  size_t length = std::min(reason.size(), kReasonBytes - 1);
+  std::memcpy(record.reason, reason.data(), length);
+  record.reason[length] = '\0';
+  record.state.store(2, std::memory_order_release);
+  for (int r = 0; r < size_; ++r) wake_all(control(r).flag);
+}
+
+std::string HostSegment::what() const {
+  if (call_ == nullptr) return "the shared-memory segment";
+  return std::string(algo::collective_name(call_->collective)) + " (shm, " +
+         tags::describe(call_->tag) + ") on the shared-memory segment";
+}
+
+}  // namespace gloo_lite

@@ -1,0 +1,114 @@
+// The shared segment of the shared-memory collectives (algorithms/shm.cc): one per stream of a
+// context whose ranks all run on one host, created at the stream's first shared-memory call.
+//
+// Layout (docs/algorithms.md, "shm"): a header, an abort record, one control block per
+// rank (its sequence flag on a cache line of its own, its pid and "closed" mark, the
+// fingerprints of its recent calls; 192 bytes), then two buffers of P slots of chunk_bytes each.
+//
+// Protocol: every rank counts its publishes; all ranks publish the same number of times per
+// call, so the counts advance in lockstep and "rank q reached n" says exactly which step of
+// which call q has finished. Nothing is reset between calls (no trailing barrier): a buffer is
+// rewritten only once every rank has reached the count after which it no longer reads it.
+// A waiter fails promptly when any rank aborts (the abort record), when the rank it waits for
+// died or closed its context, or when a peer's call has another fingerprint; at the call's
+// deadline it throws TimeoutError naming the ranks that are behind.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gloo_lite/base/deadline.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/shared_memory.h"
+#include "gloo_lite/base/spin_wait.h"
+#include "gloo_lite/transport/op.h"
+
+namespace gloo_lite {
+
+class Context;
+namespace algo {
+struct Call;
+}
+
+// Some rank could not create or map the segment; every rank gets the same verdict.
+class SegmentUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+class HostSegment {
+ public:
+  // A collective of every rank of `context`: rank 0 creates the segment for the call's stream and
+  // publishes it in the store, the others map it, and every rank learns whether all of them
+  // succeeded. Throws SegmentUnavailable (the same verdict on every rank) when one could not;
+  // TimeoutError when a rank does not come; ConnectionError when the context fails meanwhile.
+  // Runs as part of `call` (the stream's first shm call): its tag, deadline and mesh.
+  static std::unique_ptr<HostSegment> attach(Context& context, const algo::Call& call,
+                                             size_t chunk_bytes);
+  // Marks this rank closed: peers that still wait for it fail instead of hanging.
+  ~HostSegment();
+  HostSegment(const HostSegment&) = delete;
+  HostSegment& operator=(const HostSegment&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t chunk_bytes() const { return chunk_; }
+  // Rank r's slot in buffer b (chunk_bytes), and all P slots of buffer b as one area.
+  uint8_t* slot(int rank, int buffer) const { return area(buffer) + size_t(rank) * chunk_; }
+  uint8_t* area(int buffer) const { return data_ + size_t(buffer) * size_ * chunk_; }
+
+  // --- one call at a time (the stream's) ---
+  // Announces this call's fingerprint for the peers to compare with theirs.
+  void begin(const algo::Call& call);
+  // Cancels what begin() and the waits left (the mismatch probe).
+  void end();
+  // This rank's publish count; the next publish makes it seq() + 1.
+  uint64_t seq() const { return seq_; }
+  void publish();
+  void wait_for(int rank, uint64_t target);
+  void wait_all(uint64_t target);
+  // The buffer for the next step (they alternate); acquire_buffer() also waits until no rank
+  // still reads it (see release_buffer).
+  int next_buffer();
+  int acquire_buffer();
+  // Every rank has finished reading `buffer` once all counts reach `seq`.
+  void release_buffer(int buffer, uint64_t seq) { free_after_[buffer] = seq; }
+
+  // Fails every waiter of every rank with `reason` (the first abort wins), raised as `kind`.
+  void abort(int rank, transport::ErrorKind kind, const std::string& reason);
+
+ private:
+  struct Control;
+  HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int size, size_t chunk,
+              double ranks_per_core);
+  static size_t data_offset(int size);
+  Control& control(int rank) const;
+  void check_while_waiting(int rank, uint64_t target, bool slice_over);
+  void check_fingerprint(int rank);
+  [[noreturn]] void raise_abort() const;
+  // "allreduce (shm, collective #3 on tag 0) on the shared-memory segment"
+  std::string what() const;
+
+  std::unique_ptr<SharedMemory> memory_;
+  uint8_t* data_;  // the buffers
+  int rank_;
+  int size_;
+  size_t chunk_;
+  WaitPolicy policy_;
+  std::vector<std::unique_ptr<ProcessWatch>> watches_;  // per rank; null for this process
+  uint64_t seq_ = 0;
+  uint64_t calls_ = 0;
+  int next_buffer_ = 0;
+  uint64_t free_after_[2] = {0, 0};
+  // The smallest count seen of any rank: most waits end here without touching a flag.
+  uint64_t everyone_reached_ = 0;
+  // Per call.
+  const algo::Call* call_ = nullptr;
+  uint64_t call_start_ = 0;  // seq_ at begin(): a peer past it has announced this call
+  std::vector<bool> checked_;
+  std::vector<transport::RequestPtr> probes_;  // per peer, posted while waiting long for it
+};
+
+}  // namespace gloo_lite
