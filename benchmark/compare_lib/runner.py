@@ -334,7 +334,8 @@ class Runner:
         if rc == 0:
             try:
                 with open(json_path) as fh:
-                    recs = model.parse_gloo_lite_json(fh.read(), size=size, mode=self.cfg.gl_mode)
+                    recs = model.parse_gloo_lite_json(fh.read(), size=size, mode=self.cfg.gl_mode,
+                                                      variant=variant)
             except (OSError, ValueError, KeyError) as e:
                 err += "\n(compare: cannot parse %s: %s)" % (json_path, e)
                 rc = 98
