@@ -6,7 +6,6 @@
 // needs it (a full ring, an abort, a call mismatch, its death): rule 2 of mixed_mesh.h.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "rendezvous/stores.h"
+#include "test/mixed/thread_sleeps.h"
 #include "test/support/test_support.h"
 
 namespace gloo_lite::test {
@@ -65,13 +65,6 @@ std::vector<ProcessResult> run_two_hosts(const Body& body, const Env& env = {}) 
         body(*context);
       },
       seconds(90));
-}
-
-// Voluntary context switches of the calling thread: one per sleep that ended in a wake-up.
-long thread_sleeps() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return usage.ru_nvcsw;
 }
 
 TEST(MixedShm, EachRankHasOneShmPeerAndTwoTcpPeers) {
