@@ -39,10 +39,11 @@
 //     receiver, costs about 50 wake-ups a second, not 1000.
 //     It cannot deadlock: the sub-mesh slept in progresses because this thread waits in it,
 //     those that progress alone need nobody, and every other one makes progress at least once
-//     per kFailureSlice whatever it holds, so whatever a peer needs from this rank is done
-//     within a slice; the slice length decides only how soon. Completions in the sub-mesh
-//     slept in end the sleep at once; others are seen when the slice ends, and the sub-mesh
-//     slept in is the first unfinished group, waiter-driven ones first (rule 1).
+//     per kFailureSlice whatever it holds, so whatever a peer needs from this rank's
+//     transport (not a receive only the caller can post) is done within a slice while any
+//     thread is in this mesh; the slice length decides only how soon. Completions in the
+//     sub-mesh slept in end the sleep at once; others are seen when the slice ends, and the
+//     sub-mesh slept in is the first unfinished group, waiter-driven ones first (rule 1).
 //  3. A failure of one sub-mesh (a lost peer, an abort, a call mismatch) reaches the others:
 //     when it ends a wait or a Request::test, and after every slice, the mesh reads each
 //     sub-mesh's failure and aborts the healthy ones with the same reason and kind (their
