@@ -178,10 +178,6 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "Cost model: CPU time one message costs its host (send, receive, wake-up), "
        "microseconds; matters where ranks outnumber cores",
        number(0, 1e6)},
-      {"GLOO_LITE_HOST_ID", "",
-       "Tests only: replaces this host's identity (its boot id), so that processes of one "
-       "machine act as several hosts (shared memory joins only ranks with the same id)",
-       text()},
       {"GLOO_LITE_CORES", "0",
        "CPUs per host the cost model assumes (0: those this process may run on, from its "
        "affinity mask)",

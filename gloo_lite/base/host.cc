@@ -34,12 +34,6 @@ std::string mask_of_count(int64_t count) {
 }  // namespace
 
 std::string host_identity() {
-  // Tests only: processes of one machine pose as several hosts (shared memory then joins
-  // only ranks with equal ids).
-  if (std::string id = knob_string("GLOO_LITE_HOST_ID"); !id.empty()) {
-    std::replace(id.begin(), id.end(), ' ', '_');
-    return "test:" + id;
-  }
   std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
   std::string id;
   if (boot_id >> id && !id.empty()) return "boot:" + id;

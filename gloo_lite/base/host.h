@@ -9,7 +9,7 @@ namespace gloo_lite {
 // Names the running kernel instance: processes with equal identities share CPUs. The kernel's
 // boot id is the same in every container and network namespace of one machine (they do share
 // its CPUs) and differs between machines and VMs; the host name stands in where it is missing.
-// GLOO_LITE_HOST_ID (tests only) replaces it. Contains no spaces.
+// Contains no spaces.
 std::string host_identity();
 
 // The CPUs this process may run on (its affinity mask, which taskset, cpusets and launchers'
