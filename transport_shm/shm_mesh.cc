@@ -166,6 +166,25 @@ bool ShmMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
   }
 }
 
+bool ShmMesh::has_work_for_waiter() {
+  // What the next round of progress would do at once (a mixed mesh asks between two).
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pulls_.empty() || !incoming_.empty()) return true;  // a large message in flight
+  for (const auto& pair : pairs_) {
+    if (!pair || !pair->open) continue;
+    if (!pair->out.empty()) return true;  // records waiting for room in the peer's ring
+    // Unread records, unless they may be held back for a full unexpected queue (those wait
+    // for a receive, not for a reader).
+    const InboxControl* control = pair->inbox.control;
+    if (control->head.load(std::memory_order_acquire) !=
+            control->tail.load(std::memory_order_relaxed) &&
+        unexpected_has_room(eager_bytes_)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t seen,
                                 const Deadline& bound) {
   std::atomic<uint32_t>& doorbell = header_->doorbell;

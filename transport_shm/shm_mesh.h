@@ -109,6 +109,7 @@ class ShmMesh : public transport::MatchingMesh {
                   const Deadline& until) override;
   void abort(const std::string& reason) override;
   std::string describe_peer(int peer) const override;  // "rank 3 (pid 4711)"
+  bool has_work_for_waiter() override;                 // for a mixed mesh's wait slices
 
  private:
   bool peer_open(int peer) const override { return pairs_[peer] && pairs_[peer]->open; }

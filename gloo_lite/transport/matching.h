@@ -61,6 +61,11 @@ class MatchingMesh : public Mesh {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_locked(kind, reason);
   }
+  // Whether a waiter has work here right now that no thread of the transport will do: output
+  // queued for a peer, a message arriving in parts, records it can read. Only a transport
+  // without a progress engine (shared memory) says so; a mixed mesh then keeps its wait
+  // slices short (gloo_lite/transport/mixed_mesh.h, rule 2).
+  virtual bool has_work_for_waiter() { return false; }
 
   // One mutex guards all matching state and the transport's own; completions wake waiters
   // through one condition variable.

@@ -2,7 +2,6 @@
 // mixed_mesh.h.
 #include "gloo_lite/transport/mixed_mesh.h"
 
-#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -12,9 +11,9 @@
 namespace gloo_lite::transport {
 namespace {
 
-// How long a wait over several sub-meshes sleeps in one of them before it looks at the others
-// (rule 2 of mixed_mesh.h): long when only failures can be missed meanwhile, short when a
-// waiter-driven sub-mesh has requests outstanding outside the wait.
+// How long a wait over several sub-meshes sleeps in one of them before it drives and looks at
+// the others (rule 2 of mixed_mesh.h): long while they are idle (only a failure, or a first
+// record from a peer, can wait that long), short while a waiter-driven one has work in hand.
 constexpr std::chrono::milliseconds kFailureSlice{20};
 constexpr std::chrono::milliseconds kProgressSlice{1};
 
@@ -48,6 +47,9 @@ class MixedMesh::MixedRequest : public Request {
   bool test() override {
     try {
       if (inner_->test()) return true;
+      // A poller drives the other waiter-driven sub-meshes as a waiter does (rule 2): a
+      // thread that only tests a TCP request must not leave a shared-memory peer stuck.
+      mesh_->drive_waiter_driven(sub_);
     } catch (...) {
       mesh_->relay_failures();  // this sub-mesh's failure reaches the others' peers
       throw;
@@ -224,20 +226,6 @@ std::unique_ptr<Memory> MixedMesh::register_memory(void* data, size_t bytes, Mem
   return memory;
 }
 
-void MixedMesh::track(Sub& sub, const RequestPtr& inner) {
-  if (sub.transport.progresses_alone) return;
-  std::lock_guard<std::mutex> lock(sub.outstanding_mutex);
-  // Amortized pruning of requests their owners dropped.
-  if (sub.outstanding.size() >= 64 &&
-      (sub.outstanding.size() & (sub.outstanding.size() - 1)) == 0) {
-    sub.outstanding.erase(
-        std::remove_if(sub.outstanding.begin(), sub.outstanding.end(),
-                       [](const std::weak_ptr<Request>& r) { return r.expired(); }),
-        sub.outstanding.end());
-  }
-  sub.outstanding.push_back(inner);
-}
-
 RequestPtr MixedMesh::send(int peer, uint64_t tag, const Memory& memory, size_t offset,
                            size_t bytes, uint64_t fingerprint) {
   if (single_) return single_->send(peer, tag, memory, offset, bytes, fingerprint);
@@ -246,7 +234,6 @@ RequestPtr MixedMesh::send(int peer, uint64_t tag, const Memory& memory, size_t 
   Sub& sub = *subs_[index];
   const auto& parts = static_cast<const MixedMemory&>(memory).parts;
   RequestPtr inner = sub.mesh->send(peer, tag, *parts[index], offset, bytes, fingerprint);
-  track(sub, inner);
   return std::make_shared<MixedRequest>(this, index, std::move(inner));
 }
 
@@ -269,7 +256,6 @@ RequestPtr MixedMesh::recv(const std::vector<int>& peers, uint64_t tag, Memory& 
   Sub& sub = *subs_[index];
   auto& parts = static_cast<MixedMemory&>(memory).parts;
   RequestPtr inner = sub.mesh->recv(peers, tag, *parts[index], offset, bytes, fingerprint);
-  track(sub, inner);
   return std::make_shared<MixedRequest>(this, index, std::move(inner));
 }
 
@@ -318,28 +304,18 @@ void MixedMesh::relay_failures() {
   }
 }
 
-bool MixedMesh::progress_outstanding(const std::vector<bool>& waiting) {
-  bool pending = false;
+bool MixedMesh::drive_waiter_driven(int except) {
+  bool busy = false;
   for (size_t i = 0; i < subs_.size(); ++i) {
     Sub& sub = *subs_[i];
-    if (sub.transport.progresses_alone || waiting[i]) continue;
-    std::lock_guard<std::mutex> lock(sub.outstanding_mutex);
-    auto& list = sub.outstanding;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const std::weak_ptr<Request>& weak) {
-                                RequestPtr request = weak.lock();
-                                if (!request) return true;
-                                try {
-                                  if (request->test()) return true;
-                                } catch (const std::exception&) {
-                                  return true;  // its owner learns it when it waits
-                                }
-                                pending = true;
-                                return false;
-                              }),
-               list.end());
+    if (sub.transport.progresses_alone || static_cast<int>(i) == except) continue;
+    // An empty wait whose `until` has passed: one round of progress (inboxes read, queued
+    // output pushed, liveness checked when due) and no sleep, whatever this rank has posted.
+    sub.mesh->wait_until({}, Deadline::never(), Deadline::after(std::chrono::milliseconds(0)));
+    // A transport off the shared engine cannot say: taken as busy (short slices).
+    busy = busy || sub.engine == nullptr || sub.engine->has_work_for_waiter();
   }
-  return pending;
+  return busy;
 }
 
 bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
@@ -353,12 +329,10 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
   }
   // Rule 1: groups of waiter-driven transports first, in table order.
   std::vector<size_t> order;
-  std::vector<bool> waiting(n, false);
   for (bool alone : {false, true}) {
     for (size_t i = 0; i < n; ++i) {
       if (groups[i].empty() || subs_[i]->transport.progresses_alone != alone) continue;
       order.push_back(i);
-      waiting[i] = true;
     }
   }
   // Rule 4: nothing stays in flight when one group throws.
@@ -427,8 +401,17 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
         throw;
       }
     }
-    bool outstanding = progress_outstanding(waiting);
-    auto slice = Deadline::after(outstanding ? kProgressSlice : kFailureSlice);
+    // Rule 2: every waiter-driven sub-mesh but the one this thread sleeps in moves now, and
+    // after every slice, whether or not this wait holds requests of it.
+    bool busy = false;
+    try {
+      busy = drive_waiter_driven(static_cast<int>(pending.front()));
+    } catch (...) {
+      cancel_all();
+      relay_failures();
+      throw;
+    }
+    auto slice = Deadline::after(busy ? kProgressSlice : kFailureSlice);
     if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;
   }
 }

@@ -26,13 +26,24 @@
 //     (table order). The thread sleeps in the first unfinished group's own wait_until, for at
 //     most a slice; the other groups are looked at without sleeping (an `until` that has
 //     passed), which also raises their failures at once.
-//  2. It cannot deadlock: the group it sleeps on progresses because it waits on it; every
-//     other group either progresses alone or is looked at (tested) after each slice. A
-//     waiter-driven sub-mesh with requests outstanding that are not in this wait (a send
-//     posted earlier, which a peer needs this rank to push) is tested after every slice too,
-//     and the slice is then short (kProgressSlice), so that such a peer is never stalled for
-//     longer than that. Without such requests the slice is long (kFailureSlice): completions
-//     still end the sleep at once; only the look at other groups waits for it.
+//  2. Every waiter-driven sub-mesh moves whenever a thread waits on or tests any request of
+//     this mesh: before each slice (and in each Request::test), every waiter-driven sub-mesh
+//     but the one slept in makes one round of progress without sleeping (an empty wait whose
+//     `until` has passed), whether or not this wait, or this rank, holds requests of it. So a
+//     peer over shared memory is never left waiting for this rank to read its inbox (a full
+//     ring, a pipelined large message) or to push output, nor is its abort, call mismatch or
+//     death missed, while this rank waits on TCP. The slice is short (kProgressSlice) only
+//     while such a sub-mesh has work in hand (has_work_for_waiter: output queued for a full
+//     ring, a large message arriving in parts, unread records it can take); otherwise long
+//     (kFailureSlice): a receive posted early and not yet waited on, or a send waiting for its
+//     receiver, costs about 50 wake-ups a second, not 1000.
+//     It cannot deadlock: the sub-mesh slept in progresses because this thread waits in it,
+//     those that progress alone need nobody, and every other one makes progress at least once
+//     per kFailureSlice whatever it holds, so whatever a peer needs from this rank's
+//     transport (not a receive only the caller can post) is done within a slice while any
+//     thread is in this mesh; the slice length decides only how soon. Completions in the
+//     sub-mesh slept in end the sleep at once; others are seen when the slice ends, and the
+//     sub-mesh slept in is the first unfinished group, waiter-driven ones first (rule 1).
 //  3. A failure of one sub-mesh (a lost peer, an abort, a call mismatch) reaches the others:
 //     when it ends a wait or a Request::test, and after every slice, the mesh reads each
 //     sub-mesh's failure and aborts the healthy ones with the same reason and kind (their
@@ -43,7 +54,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -86,10 +96,6 @@ class MixedMesh : public Mesh {
     std::unique_ptr<Mesh> mesh;
     MatchingMesh* engine = nullptr;  // mesh, when built on the shared engine: its failure()
     std::string address;             // published before connect
-    // Waiter-driven transports: requests posted through this mesh, tested after every slice
-    // of a wait that does not include them (rule 2). Pruned as they complete or are dropped.
-    std::mutex outstanding_mutex;
-    std::vector<std::weak_ptr<Request>> outstanding;
   };
   class MixedRequest;
   class MixedMemory;
@@ -100,10 +106,10 @@ class MixedMesh : public Mesh {
   int choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b) const;
   int sub_index(const std::string& name) const;
   void log_choice() const;
-  void track(Sub& sub, const RequestPtr& inner);
-  // Tests the outstanding requests of waiter-driven sub-meshes outside `waiting` (indices).
-  // True when some of them are still pending.
-  bool progress_outstanding(const std::vector<bool>& waiting);
+  // One round of progress, without sleeping, on every waiter-driven sub-mesh but `except`
+  // (an index into subs_; -1: none) (rule 2). True when one of them has work in hand, so
+  // that the next slice must be short.
+  bool drive_waiter_driven(int except);
 
   const int rank_;
   const int size_;

@@ -1,10 +1,9 @@
-// The mixed mesh (gloo_lite/transport/mixed_mesh.h) with real processes and sockets. Shared
-// memory is not in this build's table yet, so its place is taken by a stand-in: "near", a TCP
-// device whose can_connect() accepts only peers "on the same host", i.e. bound to the same
-// loopback address. Even ranks bind it to 127.0.0.1, odd ranks to 127.0.0.2: pairs of equal
-// parity must use "near", the others the plain "tcp" device. "near" also claims to need a
-// waiter (progresses_alone = false, as shared memory will), so the waiter-driven side of the
-// wait rule runs too.
+// The mixed mesh (gloo_lite/transport/mixed_mesh.h) with real processes and sockets, and a
+// stand-in for shared memory (mixed_shm_test.cc runs the real one): "near", a TCP device whose
+// can_connect() accepts only peers "on the same host", i.e. bound to the same loopback address.
+// Even ranks bind it to 127.0.0.1, odd ranks to 127.0.0.2: pairs of equal parity must use "near",
+// the others the plain "tcp" device. "near" also claims to need a waiter (progresses_alone = false,
+// as shared memory does), so the waiter-driven side of the wait rule runs too.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "gloo_lite/context.h"
 #include "gloo_lite/transport/mixed_device.h"
 #include "rendezvous/stores.h"
+#include "test/mixed/thread_sleeps.h"
 #include "test/support/test_support.h"
 #include "transport_tcp/tcp_device.h"
 
@@ -177,6 +177,11 @@ TEST(MixedTransport, EveryPairUsesTheTransportBothEndsChose) {
       EXPECT_TRUE(contains(described, host)) << described;
       EXPECT_TRUE(contains(described, "over " + name)) << described;
     }
+    // Not a peer: no transport, and the bare rank.
+    for (int other : {-1, me, kRanks}) {
+      EXPECT_EQ(mesh.transport_of(other), "") << other;
+      EXPECT_EQ(mesh.describe_peer(other), "rank " + std::to_string(other));
+    }
     std::vector<int32_t> all(kRanks * kRanks);
     allgather(context, mine.data(), all.data(), kRanks, DataType::kInt32);
     for (int i = 0; i < kRanks; ++i) {
@@ -307,6 +312,45 @@ TEST(MixedTransport, TimeoutNamesLatePeersOfEveryTransport) {
       EXPECT_TRUE(contains(text, "rank 2")) << text;
     }
     EXPECT_LT(elapsed_ms(start), 1500);
+    barrier(context);
+  }));
+}
+
+// A receive posted early on the waiter-driven transport and not waited on: a wait on the other
+// transport meanwhile sleeps in long slices (rule 2 of mixed_mesh.h: short ones only while a
+// waiter-driven sub-mesh has work in hand, which an idle receive is not), about 50 wake-ups a
+// second rather than 1000.
+TEST(MixedTransport, IdleEarlyReceiveDoesNotShortenTheSlices) {
+  expect_all_ok(run_mixed(3, [](Context& context) {
+    auto& mesh = context.mesh();
+    const int me = context.rank();
+    uint64_t early = 0, token = 0;
+    auto early_memory = mesh.register_memory(&early, sizeof(early));
+    auto token_memory = mesh.register_memory(&token, sizeof(token));
+    if (me == 0) {
+      auto idle = mesh.recv(2, 21, *early_memory, 0, sizeof(early));  // near
+      barrier(context);
+      const long before = thread_sleeps();
+      auto start = Clock::now();
+      mesh.wait({mesh.recv(1, 22, *token_memory, 0, sizeof(token))}, context.deadline());  // tcp
+      const long wall = elapsed_ms(start), sleeps = thread_sleeps() - before;
+      EXPECT_GT(wall, 800) << "rank 1 sends after 1 s";
+      EXPECT_LT(sleeps, wall / 4) << sleeps << " wake-ups in " << wall << " ms";
+      barrier(context);
+      mesh.wait({idle}, context.deadline());
+      EXPECT_EQ(early, 5u);
+    } else {
+      barrier(context);
+      if (me == 1) {
+        usleep(1000000);
+        mesh.wait({mesh.send(0, 22, *token_memory, 0, sizeof(token))}, context.deadline());
+      }
+      barrier(context);
+      if (me == 2) {
+        early = 5;
+        mesh.wait({mesh.send(0, 21, *early_memory, 0, sizeof(early))}, context.deadline());
+      }
+    }
     barrier(context);
   }));
 }
