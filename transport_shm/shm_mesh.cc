@@ -248,6 +248,10 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
   }
   Pair& pair = *pairs_[op->peers_[0]];
   bool announcement_queued = false;
+  // Streams the receiver cleared and waits for (some chunks may have left): its receive must
+  // fail, not wait or complete short. Told after the loop: queueing appends to (and may pop)
+  // the very queue the loop walks.
+  std::vector<uint64_t> cleared_recv_ids;
   for (auto it = pair.out.begin(); it != pair.out.end();) {
     if (it->op != op) {
       ++it;
@@ -256,12 +260,11 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
     if (it->record.kind == static_cast<uint32_t>(RecordKind::kReadyToSend)) {
       announcement_queued = true;
     }
-    if (it->stream) {
-      // The receiver cleared it and waits for chunks (some may have left): its receive must
-      // fail, not wait or complete short.
-      queue_control(pair, RecordKind::kSendCancelled, it->record.a, 0);
-    }
+    if (it->stream) cleared_recv_ids.push_back(it->record.a);
     it = pair.out.erase(it);
+  }
+  for (uint64_t recv_id : cleared_recv_ids) {
+    queue_control(pair, RecordKind::kSendCancelled, recv_id, 0);
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;

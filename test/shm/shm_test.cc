@@ -397,6 +397,62 @@ TEST_P(Paths, TinyRingCarriesLargeMessages) {
 INSTANTIATE_TEST_SUITE_P(CmaAndFallback, Paths, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Cma" : "Fallback"; });
 
+// --- cancel ---------------------------------------------------------------------------------
+
+// Without CMA: a send times out while its stream is half written and eager sends wait behind it
+// in the same queue. The receive fails as cancelled (never hangs or completes short) and the
+// messages queued behind the stream still arrive, intact and in order.
+TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
+  expect_all_ok(
+      run_shm(2,
+              [](Context& context) {
+                auto& mesh = context.mesh();
+                constexpr size_t kLarge = 16 << 20;
+                constexpr int kBehind = 300;
+                constexpr size_t kSmall = 1000;
+                std::vector<uint8_t> large = make_pattern(0, 1, kLarge, 1);
+                auto large_memory = mesh.register_memory(large.data(), kLarge);
+                if (context.rank() == 0) {
+                  auto stream = mesh.send(1, 1, *large_memory, 0, kLarge);
+                  // Reads the clear-to-send and pushes chunks until rank 1's ring is full.
+                  mesh.wait_until({stream}, context.deadline(),
+                                  Deadline::after(std::chrono::milliseconds(400)));
+                  std::vector<std::vector<uint8_t>> small;
+                  std::vector<std::unique_ptr<transport::Memory>> memory;
+                  std::vector<transport::RequestPtr> sends;
+                  for (int i = 0; i < kBehind; ++i) {
+                    small.push_back(make_pattern(0, 1, kSmall, 100 + i));
+                    memory.push_back(mesh.register_memory(small.back().data(), kSmall));
+                    sends.push_back(mesh.send(1, 100 + i, *memory.back(), 0, kSmall));
+                  }
+                  EXPECT_THROW(mesh.wait({stream}, Deadline::after(std::chrono::milliseconds(200))),
+                               TimeoutError);
+                  mesh.wait(sends, context.deadline());
+                  return;
+                }
+                usleep(100000);  // the ready-to-send is in our ring
+                std::vector<uint8_t> in(kLarge);
+                auto in_memory = mesh.register_memory(in.data(), kLarge);
+                auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
+                // Clears it, then stops reading: the sender's ring fills.
+                EXPECT_FALSE(receive->test());
+                usleep(1500000);
+                try {
+                  mesh.wait({receive}, context.deadline());
+                  ADD_FAILURE() << "a receive whose sender cancelled mid-stream completed";
+                } catch (const ConnectionError& e) {
+                  EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+                }
+                std::vector<uint8_t> small(kSmall);
+                auto small_memory = mesh.register_memory(small.data(), kSmall);
+                for (int i = 0; i < kBehind; ++i) {
+                  mesh.wait({mesh.recv(0, 100 + i, *small_memory, 0, kSmall)}, context.deadline());
+                  ASSERT_EQ(first_mismatch(small, 0, 1, 100 + i), -1) << "message " << i;
+                }
+              },
+              {{"GLOO_LITE_SHM_CMA", "0"}}));
+}
+
 // --- unexpected messages --------------------------------------------------------------------
 
 // 3000 eager messages (3 MB, a dozen rings) before any receive is posted; received in reverse
