@@ -268,28 +268,34 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;
-  if (!announced || !pair.open) return;
-  // The receiver may copy from this buffer (CMA) as soon as it matches: tell it before the
-  // buffer goes back to the caller. It checks for this record after every copy, so one that
-  // raced with us fails its receive instead of delivering what the caller writes next.
-  Record cancel{};
-  cancel.kind = static_cast<uint32_t>(RecordKind::kCancel);
-  cancel.a = op->id_;
-  auto give_up = Clock::now() + std::chrono::seconds(1);
-  while (pair.open && !pair.writer.try_write(cancel, nullptr, 0)) {
-    if (Clock::now() >= give_up || ::kill(pair.address.pid, 0) != 0) {
-      // No room in a second (the peer is stopped or stuck): close the pair instead; the
-      // receiver checks the close notice after every copy too.
-      lose_pair(pair, "rank " + std::to_string(rank_) + " could not tell " +
-                          describe_peer(pair.peer) +
-                          " that it cancelled a send (its ring stayed full for 1 s)");
-      return;
-    }
-    pair.writer.has_room_after_announcing(0);
-    progress();  // the peer may be waiting for us to read before it reads
-    sched_yield();
+  if (announced && pair.open) write_cancel(pair, op->id_);
+  // The receiver checks for cancels and close notices right after each copy from this buffer;
+  // the caller may write it as soon as we return. The fence orders the notice before those
+  // writes on weakly ordered CPUs (ARM; x86 keeps stores in order anyway) and pairs with the
+  // fence the receiver makes after its copy.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
+  // Out of band, so that it is seen after the receiver's next copy even when the ring is full
+  // or the receiver holds records back: the receiver may copy from this buffer (CMA) as soon as
+  // it matches, and must fail the receive instead of delivering what the caller writes next.
+  InboxControl* control = pair.writer.control();
+  uint64_t count = pair.cancels_written;
+  if (count - control->cancel_seen.load(std::memory_order_acquire) >= kCancelSlots) {
+    // The peer has not read our last cancels (it is stopped or stuck): close the pair instead,
+    // out of band too; the receiver checks the close notice after every copy as well.
+    std::string text = "rank " + std::to_string(rank_) + " could not tell " +
+                       describe_peer(pair.peer) + " that it cancelled a send (" +
+                       std::to_string(kCancelSlots) + " earlier cancels are still unread)";
+    write_close(pair, CloseState::kAbort, ErrorKind::kConnection, text);
+    lose_pair(pair, text);
+    return;
   }
-  if (pair.open) ring_doorbell(pair.remote_header);
+  control->cancel_ids[count % kCancelSlots].store(send_id, std::memory_order_relaxed);
+  control->cancel_count.store(count + 1, std::memory_order_release);
+  pair.cancels_written = count + 1;
+  ring_doorbell(pair.remote_header);
 }
 
 void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,

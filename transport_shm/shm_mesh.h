@@ -67,6 +67,8 @@ struct Pair {
   // and those of them the peer took back before they were matched.
   std::unordered_map<uint64_t, uint64_t> announced;
   std::unordered_set<uint64_t> cancelled;
+  uint64_t cancels_written = 0;  // our cancel_count in the peer's segment
+  uint64_t cancels_read = 0;     // how many of the peer's cancels we acted on
 };
 
 // A large message this rank copies straight from the sender's memory (CMA).
@@ -130,6 +132,12 @@ class ShmMesh : public transport::MatchingMesh {
   // One record; false: stop reading this inbox for now (held back, or the pair closed).
   bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
   void on_close_notice(Pair& pair, CloseState state);
+  // Acts on the cancels the peer published out of band; false: the pair closed.
+  bool read_cancels(Pair& pair);
+  void on_cancel(Pair& pair, uint64_t send_id);
+  // Tells the peer that `send_id` is taken back, out of band; closes the pair (with the close
+  // notice) when the peer has not read the cancels before.
+  void write_cancel(Pair& pair, uint64_t send_id);
   void run_pulls();
   void finish_pull(Pull& pull);
   void queue_record(Pair& pair, OutRecord record);

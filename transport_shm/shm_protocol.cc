@@ -150,6 +150,7 @@ void ShmMesh::progress() {
 }
 
 void ShmMesh::drain(Pair& pair) {
+  if (!read_cancels(pair)) return;
   InboxControl* control = pair.inbox.control;
   // Read first: records written before the notice are delivered before it is acted on.
   auto state = static_cast<CloseState>(control->close_state.load(std::memory_order_acquire));
@@ -210,6 +211,8 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       return true;
     }
     case RecordKind::kReadyToSend:
+      // One cancelled before we read this still matches a receive, which then fails
+      // (send_clear_to_send finds it in `cancelled`), as when the cancel comes later.
       pair.announced[record.a] = record.b;
       on_ready_to_send(peer, record.tag, record.length, record.a, record.fingerprint);
       return pair.open;
@@ -252,24 +255,6 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
     case RecordKind::kDone:
       if (OpPtr op = take_send_awaiting_clearance(record.a)) complete(op);
       return true;
-    case RecordKind::kCancel: {
-      uint64_t send_id = record.a;
-      if (current_pull_ != nullptr && current_pull_->peer == peer &&
-          current_pull_->send_id == send_id) {
-        current_pull_->cancelled = true;
-        return true;
-      }
-      for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
-        if (it->peer == peer && it->send_id == send_id) {
-          uint64_t recv_id = it->op->id_;
-          pulls_.erase(it);
-          on_send_cancelled(peer, recv_id);
-          return true;
-        }
-      }
-      if (pair.announced.erase(send_id) > 0) pair.cancelled.insert(send_id);
-      return true;
-    }
     case RecordKind::kSendCancelled:
       incoming_.erase(record.a);
       on_send_cancelled(peer, record.a);
@@ -281,6 +266,47 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
                       std::to_string(record.kind) + " with " +
                       std::to_string(record.payload_bytes) + " payload bytes is invalid");
   return false;
+}
+
+bool ShmMesh::read_cancels(Pair& pair) {
+  InboxControl* control = pair.inbox.control;
+  uint64_t count = control->cancel_count.load(std::memory_order_acquire);
+  if (count - pair.cancels_read > kCancelSlots) {
+    lose_pair(pair, "protocol error from " + describe_peer(pair.peer) + ": " +
+                        std::to_string(count - pair.cancels_read) +
+                        " cancels outstanding, more than its inbox holds (memory corruption?)");
+    return false;
+  }
+  while (pair.cancels_read != count) {
+    uint64_t send_id =
+        control->cancel_ids[pair.cancels_read % kCancelSlots].load(std::memory_order_relaxed);
+    ++pair.cancels_read;
+    on_cancel(pair, send_id);
+  }
+  control->cancel_seen.store(pair.cancels_read, std::memory_order_release);
+  return pair.open;
+}
+
+void ShmMesh::on_cancel(Pair& pair, uint64_t send_id) {
+  const int peer = pair.peer;
+  if (current_pull_ != nullptr && current_pull_->peer == peer &&
+      current_pull_->send_id == send_id) {
+    current_pull_->cancelled = true;
+    return;
+  }
+  for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
+    if (it->peer == peer && it->send_id == send_id) {
+      uint64_t recv_id = it->op->id_;
+      pulls_.erase(it);
+      on_send_cancelled(peer, recv_id);
+      return;
+    }
+  }
+  // Announced and not matched yet, or its announcement is still in the ring (cancels overtake
+  // records): either way it must never be copied. (A cancel that crossed our done or our
+  // clear-to-send leaves an id here that nothing erases: a few bytes, ids are not reused.)
+  pair.announced.erase(send_id);
+  pair.cancelled.insert(send_id);
 }
 
 void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
@@ -342,22 +368,34 @@ void ShmMesh::finish_pull(Pull& pull) {
     }
     if (n < 0 && errno == EINTR) continue;
     int error = n < 0 ? errno : EFAULT;
-    drain(pair);  // a cancel or a close may explain it
-    if (!pair.open) return;
+    if (!read_cancels(pair)) return;  // a cancel may explain it
     if (pull.cancelled) break;
+    drain(pair);  // or a close notice
+    if (!pair.open) return;
     lose_pair(pair, "rank " + std::to_string(rank_) + " could not copy " +
                         std::to_string(op->bytes_) + " bytes (" + tags::describe(op->tag_) +
                         ") from " + describe_peer(pull.peer) + " with process_vm_readv: " +
                         std::strerror(error) + (error == ESRCH ? " (the process has exited)" : ""));
     return;
   }
-  // The sender writes its cancel record before it lets go of the buffer: one that is not in
-  // the ring now came after the copy, which therefore read the message intact.
+  // The sender publishes its cancel (out of band, never held back behind ring records) and
+  // fences before it lets go of the buffer: a cancel not visible now came after the copy,
+  // which therefore read the message intact. The fence pairs with the sender's.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  drain(pair);
-  if (!pair.open) return;  // its close notice failed the receive
+  if (!read_cancels(pair)) return;
   if (pull.cancelled) {
     on_send_cancelled(pull.peer, op->id_);
+    return;
+  }
+  // A sender that closed or failed may have given the buffer back first (its close notice,
+  // then a fence): what was copied cannot be trusted.
+  if (pair.inbox.control->close_state.load(std::memory_order_acquire) !=
+      static_cast<uint32_t>(CloseState::kOpen)) {
+    if (OpPtr taken = take_receive_awaiting_data(op->id_)) {
+      fail_op(taken, ErrorKind::kConnection,
+              describe_peer(pull.peer) + " closed its side while rank " + std::to_string(rank_) +
+                  " copied " + tags::describe(op->tag_) + " from it; the copy is discarded");
+    }
     return;
   }
   if (OpPtr taken = take_receive_awaiting_data(op->id_)) complete(taken);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -451,6 +452,58 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                 }
               },
               {{"GLOO_LITE_SHM_CMA", "0"}}));
+}
+
+// With CMA: rank 0 cancels an announced send (its wait times out) and writes new data into the
+// buffer while rank 1 is not reading; the cancel is behind an eager message that rank 1 must
+// hold back (its unexpected queue is at the bound). When rank 1 then matches and copies, it must
+// still see the cancel and fail the receive, not deliver what the caller wrote afterwards.
+TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
+  expect_all_ok(run_shm(
+      2,
+      [](Context& context) {
+        auto& mesh = context.mesh();
+        constexpr size_t kLarge = 1 << 20;
+        constexpr size_t kSmall = 1000;
+        std::vector<uint8_t> small = make_pattern(0, 1, kSmall, 7);
+        auto small_memory = mesh.register_memory(small.data(), kSmall);
+        if (context.rank() == 0) {
+          std::vector<uint8_t> large = make_pattern(0, 1, kLarge, 1);
+          auto large_memory = mesh.register_memory(large.data(), kLarge);
+          auto announced = mesh.send(1, 1, *large_memory, 0, kLarge);
+          // The first waits unexpected at rank 1, the second is held back in the ring.
+          auto first = mesh.send(1, 2, *small_memory, 0, kSmall);
+          auto second = mesh.send(1, 3, *small_memory, 0, kSmall);
+          EXPECT_THROW(mesh.wait({announced}, Deadline::after(std::chrono::milliseconds(100))),
+                       TimeoutError);
+          auto rewritten = make_pattern(0, 1, kLarge, 2);  // the caller owns its buffer again
+          std::copy(rewritten.begin(), rewritten.end(), large.begin());
+          mesh.wait({first, second}, context.deadline());
+          int done = 0;
+          context.recv(1, &done, sizeof(done), 9);
+          return;
+        }
+        usleep(500000);  // rank 0 has cancelled and rewritten its buffer by now
+        std::vector<uint8_t> in(kLarge);
+        auto in_memory = mesh.register_memory(in.data(), kLarge);
+        auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
+        try {
+          mesh.wait({receive}, context.deadline());
+          ADD_FAILURE() << "the copy of a cancelled send completed (data of salt "
+                        << (first_mismatch(in, 0, 1, 2) == -1 ? "2: rewritten" : "?") << ")";
+        } catch (const ConnectionError& e) {
+          EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+        }
+        std::vector<uint8_t> got(kSmall);
+        auto got_memory = mesh.register_memory(got.data(), kSmall);
+        for (uint64_t tag : {2, 3}) {
+          mesh.wait({mesh.recv(0, tag, *got_memory, 0, kSmall)}, context.deadline());
+          EXPECT_EQ(first_mismatch(got, 0, 1, 7), -1) << "tag " << tag;
+        }
+        int done = 1;
+        context.send(0, &done, sizeof(done), 9);
+      },
+      {{"GLOO_LITE_SHM_CMA", "1"}, {"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}}));
 }
 
 // --- unexpected messages --------------------------------------------------------------------
