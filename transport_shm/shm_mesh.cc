@@ -343,12 +343,22 @@ void ShmMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
 
 void ShmMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) {
   LOG_INFO("shm", message);  // the context warns once, when the failure reaches a call
+  // The peer may be alive (a protocol error, a cancel it could not be told): it must stop
+  // copying from buffers that go back to their callers below.
+  if (pair.open) write_close(pair, CloseState::kAbort, kind, message);
   fail_pair(pair, kind, message);
   fail_mesh(kind, message);
 }
 
 void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
-  // A broken pair breaks the context: every rank's collectives depend on every peer.
+  // A broken pair breaks the context: every rank's collectives depend on every peer. They
+  // learn it now (out of band, as abort_locked tells them) rather than at their deadline, and
+  // before the buffers of our pending sends go back to the callers: a peer checks the notice
+  // after each copy from them. The fence orders the notices before the callers' next writes.
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, message);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     for (auto& out : pair->out) {

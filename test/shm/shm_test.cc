@@ -7,12 +7,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
@@ -24,6 +27,7 @@
 #include "test/support/test_support.h"
 #include "test/transport/harness.h"
 #include "transport_shm/address.h"
+#include "transport_shm/segment.h"
 #include "transport_shm/shm_device.h"
 
 namespace gloo_lite::test {
@@ -636,6 +640,80 @@ TEST(ShmFaults, AbortReachesAPeerWhoseRingIsFull) {
     }
     EXPECT_LT(elapsed_ms(start), 2000);
   }));
+}
+
+// Three meshes of one process, connected concurrently, all served.
+std::vector<std::unique_ptr<transport::Mesh>> connected_meshes(int size) {
+  auto device = shm::create_device();
+  std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < size; ++rank) {
+    meshes.push_back(device->create_mesh(rank, size, {}));
+    addresses.push_back(meshes.back()->address());
+  }
+  std::vector<std::thread> threads;
+  for (auto& mesh : meshes) {
+    threads.emplace_back([&, m = mesh.get()] {
+      m->connect(addresses, 11, Deadline::after(std::chrono::seconds(10)));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return meshes;
+}
+
+// Writes a record of an unknown kind into `producer`'s inbox of the segment of the mesh whose
+// address is `owner`, as a corrupt peer would.
+void forge_bad_record(const std::string& owner, int producer) {
+  auto address = shm::Address::parse(owner);
+  ASSERT_TRUE(address);
+  std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  struct stat info {};
+  ASSERT_EQ(::fstat(fd, &info), 0);
+  void* at =
+      ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  ASSERT_NE(at, MAP_FAILED);
+  auto* segment = static_cast<uint8_t*>(at);
+  auto* header = reinterpret_cast<shm::SegmentHeader*>(segment);
+  uint8_t* inbox = segment + shm::kHeaderBytes + producer * header->inbox_stride;
+  auto* control = reinterpret_cast<shm::InboxControl*>(inbox);
+  uint64_t head = control->head.load();
+  shm::Record record{};
+  record.kind = 99;
+  std::memcpy(inbox + shm::kInboxControlBytes + head % header->ring_bytes, &record, sizeof(record));
+  control->head.store(head + sizeof(record));
+  ::munmap(at, static_cast<size_t>(info.st_size));
+}
+
+// Rank 1 finds a corrupt record from rank 0 and fails: rank 2, which waits only on rank 1, must
+// learn it at once (the failed mesh tells every peer), not at its deadline.
+TEST(ShmFaults, FailedMeshTellsEveryPeer) {
+  auto meshes = connected_meshes(3);
+  forge_bad_record(meshes[1]->address(), 0);
+  int value = 0;
+  auto memory1 = meshes[1]->register_memory(&value, sizeof(value));
+  try {
+    meshes[1]->wait({meshes[1]->recv(0, 1, *memory1, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(5)));
+    ADD_FAILURE() << "a corrupt record went unnoticed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "protocol error"), "");
+  }
+  auto memory2 = meshes[2]->register_memory(&value, sizeof(value));
+  auto start = Clock::now();
+  try {
+    meshes[2]->wait({meshes[2]->recv(1, 1, *memory2, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a receive from a rank whose mesh failed completed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "aborted"), "");
+    EXPECT_EQ(contains_msg(e.what(), "protocol error"), "");
+  } catch (const TimeoutError& e) {
+    ADD_FAILURE() << "rank 2 learnt nothing from rank 1: " << e.what();
+  }
+  EXPECT_LT(elapsed_ms(start), 1000);
 }
 
 // A stopped peer is alive: the wait ends at its deadline with a TimeoutError naming it.
