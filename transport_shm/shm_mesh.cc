@@ -221,7 +221,10 @@ void ShmMesh::check_liveness() {
       gone = ::kill(pair->address.pid, 0) != 0 && errno == ESRCH;
     }
     if (!gone) continue;
-    drain(*pair);  // an abort or goodbye it wrote before it went is the better reason
+    // What it wrote before it went stays deliverable, and an abort or goodbye it wrote is the
+    // better reason.
+    pair->closing = true;
+    drain(*pair);
     if (!pair->open) continue;
     lose_pair(*pair, "lost " + describe_peer(pair->peer) +
                          ": its process exited without closing the context (did rank " +

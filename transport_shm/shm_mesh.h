@@ -61,6 +61,7 @@ struct Pair {
   RingView inbox;     // its inbox in our segment
   std::deque<OutRecord> out;
   bool close_sent = false;  // our close notice is in the peer's segment
+  bool closing = false;     // the peer closed or exited: take in all it left in the ring
   bool cma = false;         // process_vm_readv from the peer works (the connect probe)
   Fd pidfd;                 // readable once the peer's process has exited
   // Announced large messages from this peer not matched yet (send id -> its buffer address),
@@ -128,7 +129,8 @@ class ShmMesh : public transport::MatchingMesh {
   // Reads every inbox, copies announced messages, pushes queued records.
   void progress();
   // Dispatches what `pair`'s inbox holds, then acts on its close notice.
-  void drain(Pair& pair);
+  // True when everything that arrived was consumed (and a close notice acted on).
+  bool drain(Pair& pair);
   // One record; false: stop reading this inbox for now (held back, or the pair closed).
   bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
   void on_close_notice(Pair& pair, CloseState state);

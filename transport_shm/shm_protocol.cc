@@ -149,11 +149,14 @@ void ShmMesh::progress() {
   }
 }
 
-void ShmMesh::drain(Pair& pair) {
-  if (!read_cancels(pair)) return;
+bool ShmMesh::drain(Pair& pair) {
+  if (!read_cancels(pair)) return false;
   InboxControl* control = pair.inbox.control;
   // Read first: records written before the notice are delivered before it is acted on.
   auto state = static_cast<CloseState>(control->close_state.load(std::memory_order_acquire));
+  // A closed producer sends nothing more: what it left in the ring is bounded by the ring, and
+  // is taken in whatever the unexpected bound says, so that it stays deliverable.
+  if (state != CloseState::kOpen) pair.closing = true;
   uint64_t head = control->head.load(std::memory_order_acquire);
   uint64_t tail = control->tail.load(std::memory_order_relaxed);
   const uint32_t capacity = pair.inbox.capacity;
@@ -171,7 +174,7 @@ void ShmMesh::drain(Pair& pair) {
         lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) +
                             ": a record of " + std::to_string(record.payload_bytes) +
                             " bytes overruns it (memory corruption in the peer?)");
-        return;
+        return false;
       }
       if (!dispatch(pair, record, at + kRecordBytes)) break;
       tail += footprint;
@@ -183,7 +186,10 @@ void ShmMesh::drain(Pair& pair) {
       ring_doorbell(pair.remote_header);
     }
   }
-  if (pair.open && state != CloseState::kOpen) on_close_notice(pair, state);
+  // Acted on only once everything that arrived before it was consumed or queued.
+  const bool all_read = pair.open && tail == head;
+  if (all_read && state != CloseState::kOpen) on_close_notice(pair, state);
+  return all_read;
 }
 
 bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload) {
@@ -204,7 +210,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
         return true;
       }
       // Back-pressure: leave it in the ring until receives drain the unexpected queue.
-      if (!unexpected_has_room(record.length)) return false;
+      if (!pair.closing && !unexpected_has_room(record.length)) return false;
       auto message = new_unexpected(peer, record.length, record.fingerprint);
       if (record.length > 0) std::memcpy(message->payload.data(), payload, record.length);
       queue_unexpected(record.tag, std::move(message));

@@ -716,6 +716,51 @@ TEST(ShmFaults, FailedMeshTellsEveryPeer) {
   EXPECT_LT(elapsed_ms(start), 1000);
 }
 
+// Rank 0 leaves three eager messages in rank 1's ring, of which rank 1 may queue only one (its
+// unexpected bound), then closes (or is killed). Everything that arrived stays deliverable.
+void messages_left_in_the_ring_stay_deliverable(bool killed) {
+  auto results =
+      run_shm(2,
+              [killed](Context& context) {
+                auto& mesh = context.mesh();
+                constexpr size_t kBytes = 1000;
+                std::vector<uint8_t> buffer(kBytes);
+                auto memory = mesh.register_memory(buffer.data(), kBytes);
+                if (context.rank() == 0) {
+                  for (uint64_t tag = 1; tag <= 3; ++tag) {
+                    auto data = make_pattern(0, 1, kBytes, tag);
+                    std::copy(data.begin(), data.end(), buffer.begin());
+                    mesh.wait({mesh.send(1, tag, *memory, 0, kBytes)}, context.deadline());
+                  }
+                  if (killed) raise(SIGKILL);
+                  return;
+                }
+                usleep(500000);  // rank 0 has closed or gone
+                for (uint64_t tag = 1; tag <= 3; ++tag) {
+                  mesh.wait({mesh.recv(0, tag, *memory, 0, kBytes)}, context.deadline());
+                  EXPECT_EQ(first_mismatch(buffer, 0, 1, tag), -1) << "message " << tag;
+                }
+                try {
+                  mesh.wait({mesh.recv(0, 4, *memory, 0, kBytes)},
+                            Deadline::after(std::chrono::seconds(5)));
+                  ADD_FAILURE() << "a receive from a closed rank completed";
+                } catch (const ConnectionError& e) {
+                  EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
+                }
+              },
+              {{"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}});
+  EXPECT_EQ(results[0].signaled, killed) << results[0].describe();
+  EXPECT_TRUE(results[1].ok()) << results[1].describe();
+}
+
+TEST(ShmFaults, MessagesLeftInTheRingAtGoodbyeStayDeliverable) {
+  messages_left_in_the_ring_stay_deliverable(false);
+}
+
+TEST(ShmFaults, MessagesLeftInTheRingByADeadPeerStayDeliverable) {
+  messages_left_in_the_ring_stay_deliverable(true);
+}
+
 // A stopped peer is alive: the wait ends at its deadline with a TimeoutError naming it.
 TEST(ShmFaults, StoppedPeerTimesOutNamingIt) {
   expect_all_ok(run_shm(2, [](Context& context) {
