@@ -15,6 +15,7 @@ constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
 constexpr uint32_t kVersion = 2;
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
+constexpr uint32_t kMinRingBytes = 16 * 1024;
 constexpr size_t kCloseTextBytes = 2048;
 constexpr size_t kCancelSlots = 64;  // cancels a producer may have outstanding in one inbox
 

@@ -88,7 +88,8 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
   // A memfd: nothing is ever named in /dev/shm, and the memory goes with the last mapping or
   // descriptor, whatever way the processes end.
   std::string name = "gloo_lite_shm_rank" + std::to_string(rank);
-  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
+  // Sealable: once sized, the size is sealed, so that peers may trust their mapping.
+  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!memfd_.valid()) {
     throw ConnectionError("rank " + std::to_string(rank) +
                           ": memfd_create for the shared-memory transport failed: " +
@@ -100,6 +101,13 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
     throw ConnectionError("rank " + std::to_string(rank) + ": cannot size its " +
                           std::to_string(layout_.segment_bytes) +
                           "-byte shared-memory segment: " + std::strerror(errno));
+  }
+  // Nobody (a peer with the descriptor included) can shrink it under a mapping (SIGBUS) or grow
+  // it; connect still reserves pages inside it (fallocate within the size is allowed).
+  if (::fcntl(memfd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    throw ConnectionError("rank " + std::to_string(rank) +
+                          ": cannot seal its shared-memory segment: " + std::strerror(errno) +
+                          "; use GLOO_LITE_TRANSPORT=tcp");
   }
   segment_.map(memfd_.get(), layout_.segment_bytes, "rank " + std::to_string(rank) + " segment");
   header_ = reinterpret_cast<SegmentHeader*>(segment_.data);

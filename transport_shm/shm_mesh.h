@@ -134,6 +134,9 @@ class ShmMesh : public transport::MatchingMesh {
   // One record; false: stop reading this inbox for now (held back, or the pair closed).
   bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
   void on_close_notice(Pair& pair, CloseState state);
+  // A record from `pair` named an operation with another peer: fails `op` (if it was taken)
+  // and the pair; false.
+  bool reject_foreign_id(Pair& pair, const OpPtr& op, const char* what);
   // Acts on the cancels the peer published out of band; false: the pair closed.
   bool read_cancels(Pair& pair);
   void on_cancel(Pair& pair, uint64_t send_id);

@@ -160,6 +160,13 @@ bool ShmMesh::drain(Pair& pair) {
   uint64_t head = control->head.load(std::memory_order_acquire);
   uint64_t tail = control->tail.load(std::memory_order_relaxed);
   const uint32_t capacity = pair.inbox.capacity;
+  // head is the peer's to write: never trust it further than the ring reaches.
+  if (head - tail > capacity) {
+    lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) + ": it claims " +
+                        std::to_string(head - tail) + " unread bytes in a ring of " +
+                        std::to_string(capacity) + " (memory corruption in the peer?)");
+    return false;
+  }
   while (tail != head && pair.open) {
     size_t position = static_cast<size_t>(tail % capacity);
     size_t to_end = capacity - position;
@@ -167,6 +174,11 @@ bool ShmMesh::drain(Pair& pair) {
     Record record;
     if (to_end >= kRecordBytes) std::memcpy(&record, at, sizeof(record));
     if (to_end < kRecordBytes || record.kind == static_cast<uint32_t>(RecordKind::kSkip)) {
+      if (to_end > head - tail) {
+        lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) +
+                            ": a skip past what it wrote (memory corruption in the peer?)");
+        return false;
+      }
       tail += to_end;
     } else {
       size_t footprint = record_footprint(record.payload_bytes);
@@ -224,6 +236,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       return pair.open;
     case RecordKind::kClearToSend: {
       OpPtr op = take_send_awaiting_clearance(record.a);
+      if (op && op->peers_[0] != peer) return reject_foreign_id(pair, op, "clear-to-send");
       if (!op && mesh_failure().failed()) {
         // The send failed with this context (say, another peer died): the receiver learns
         // that cause, not a cancel that reads like a timeout.
@@ -247,6 +260,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       auto found = incoming_.find(record.a);
       if (found == incoming_.end()) return true;  // for a cancelled receive: dropped
       Incoming& incoming = found->second;
+      if (incoming.op->source_ != peer) return reject_foreign_id(pair, nullptr, "data");
       if (record.b > incoming.op->bytes_ || record.payload_bytes > incoming.op->bytes_ - record.b) {
         break;
       }
@@ -259,18 +273,36 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       return true;
     }
     case RecordKind::kDone:
-      if (OpPtr op = take_send_awaiting_clearance(record.a)) complete(op);
+      if (OpPtr op = take_send_awaiting_clearance(record.a)) {
+        if (op->peers_[0] != peer) return reject_foreign_id(pair, op, "done");
+        complete(op);
+      }
       return true;
-    case RecordKind::kSendCancelled:
-      incoming_.erase(record.a);
+    case RecordKind::kSendCancelled: {
+      // Only a pipelined receive (in incoming_) hears this; one cancelled here is gone already.
+      auto found = incoming_.find(record.a);
+      if (found == incoming_.end()) return true;
+      if (found->second.op->source_ != peer) {
+        return reject_foreign_id(pair, nullptr, "send-cancelled");
+      }
+      incoming_.erase(found);
       on_send_cancelled(peer, record.a);
       return true;
+    }
     case RecordKind::kSkip:
       return true;
   }
   lose_pair(pair, "protocol error in the ring from " + describe_peer(peer) + ": record kind " +
                       std::to_string(record.kind) + " with " +
                       std::to_string(record.payload_bytes) + " payload bytes is invalid");
+  return false;
+}
+
+bool ShmMesh::reject_foreign_id(Pair& pair, const OpPtr& op, const char* what) {
+  std::string text = "protocol error from " + describe_peer(pair.peer) + ": its " + what +
+                     " names an operation with another rank (memory corruption in the peer?)";
+  if (op) fail_op(op, ErrorKind::kConnection, text);  // taken from the engine already
+  lose_pair(pair, text);
   return false;
 }
 

@@ -235,6 +235,10 @@ TEST(ShmDevice, CanConnectIsSymmetricAndNeedsTheSameHostAndNamespace) {
   auto other_ns = shm::Address::parse(b->address());
   other_ns->user_ns += 1;
   EXPECT_FALSE(device->can_connect(a->address(), other_ns->encode()));
+  auto other_pid_ns = shm::Address::parse(b->address());  // docker --ipc=host, say
+  other_pid_ns->pid_ns += 1;
+  EXPECT_FALSE(device->can_connect(a->address(), other_pid_ns->encode()));
+  EXPECT_FALSE(device->can_connect(other_pid_ns->encode(), a->address()));
   auto other_shm = shm::Address::parse(b->address());
   other_shm->shm_device += 1;
   EXPECT_FALSE(device->can_connect(other_shm->encode(), a->address()));
@@ -253,6 +257,11 @@ TEST(ShmDevice, EmptyAddressMeansThePeerIsNotServed) {
   std::vector<uint8_t> buffer(16, 3), in(16);
   auto out_memory = m0->register_memory(buffer.data(), buffer.size());
   auto in_memory = m1->register_memory(in.data(), in.size());
+  // At post time, as on TCP; and the mesh names only the peers it serves.
+  EXPECT_THROW(m0->send(2, 1, *out_memory, 0, 16), InvalidArgument);
+  EXPECT_THROW(m0->recv(2, 1, *out_memory, 0, 16), InvalidArgument);
+  EXPECT_EQ(m0->transport_of(1), "shm");
+  EXPECT_EQ(m0->transport_of(2), "");
   EXPECT_THROW(
       m0->wait({m0->send(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
       InvalidArgument);
@@ -661,30 +670,45 @@ std::vector<std::unique_ptr<transport::Mesh>> connected_meshes(int size) {
   return meshes;
 }
 
-// Writes a record of an unknown kind into `producer`'s inbox of the segment of the mesh whose
-// address is `owner`, as a corrupt peer would.
+// A mesh's segment mapped by the test itself, as a corrupt or hostile peer could.
+struct ForeignView {
+  uint8_t* segment = nullptr;
+  size_t bytes = 0;
+  explicit ForeignView(const std::string& owner) {
+    auto address = shm::Address::parse(owner);
+    EXPECT_TRUE(address);
+    std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    struct stat info {};
+    EXPECT_EQ(::fstat(fd, &info), 0);
+    bytes = static_cast<size_t>(info.st_size);
+    void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(at, MAP_FAILED);
+    segment = static_cast<uint8_t*>(at);
+  }
+  ~ForeignView() { ::munmap(segment, bytes); }
+  shm::SegmentHeader* header() { return reinterpret_cast<shm::SegmentHeader*>(segment); }
+  uint8_t* inbox(int producer) {
+    return segment + shm::kHeaderBytes + producer * header()->inbox_stride;
+  }
+  shm::InboxControl* control(int producer) {
+    return reinterpret_cast<shm::InboxControl*>(inbox(producer));
+  }
+  // Appends `record` to `producer`'s ring, in place of that producer.
+  void write(int producer, const shm::Record& record) {
+    uint64_t head = control(producer)->head.load();
+    std::memcpy(inbox(producer) + shm::kInboxControlBytes + head % header()->ring_bytes, &record,
+                sizeof(record));
+    control(producer)->head.store(head + sizeof(record));
+  }
+};
+
 void forge_bad_record(const std::string& owner, int producer) {
-  auto address = shm::Address::parse(owner);
-  ASSERT_TRUE(address);
-  std::string path = "/proc/self/fd/" + std::to_string(address->fd);
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  struct stat info {};
-  ASSERT_EQ(::fstat(fd, &info), 0);
-  void* at =
-      ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  ASSERT_NE(at, MAP_FAILED);
-  auto* segment = static_cast<uint8_t*>(at);
-  auto* header = reinterpret_cast<shm::SegmentHeader*>(segment);
-  uint8_t* inbox = segment + shm::kHeaderBytes + producer * header->inbox_stride;
-  auto* control = reinterpret_cast<shm::InboxControl*>(inbox);
-  uint64_t head = control->head.load();
   shm::Record record{};
   record.kind = 99;
-  std::memcpy(inbox + shm::kInboxControlBytes + head % header->ring_bytes, &record, sizeof(record));
-  control->head.store(head + sizeof(record));
-  ::munmap(at, static_cast<size_t>(info.st_size));
+  ForeignView(owner).write(producer, record);
 }
 
 // Rank 1 finds a corrupt record from rank 0 and fails: rank 2, which waits only on rank 1, must
@@ -759,6 +783,88 @@ TEST(ShmFaults, MessagesLeftInTheRingAtGoodbyeStayDeliverable) {
 
 TEST(ShmFaults, MessagesLeftInTheRingByADeadPeerStayDeliverable) {
   messages_left_in_the_ring_stay_deliverable(true);
+}
+
+// A head further ahead than the ring reaches is a protocol error naming the peer.
+TEST(ShmHostilePeer, HeadBeyondTheRingIsAProtocolError) {
+  auto meshes = connected_meshes(2);
+  {
+    ForeignView view(meshes[1]->address());
+    view.control(0)->head.store(3 * view.header()->ring_bytes + 8);
+  }
+  int value = 0;
+  auto memory = meshes[1]->register_memory(&value, sizeof(value));
+  try {
+    meshes[1]->wait({meshes[1]->recv(0, 1, *memory, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a corrupt head went unnoticed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "unread bytes"), "");
+    EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
+  }
+}
+
+// A done from rank 2 naming rank 0's send to rank 1 must not complete that send.
+TEST(ShmHostilePeer, RecordNamingAnotherPeersOperationIsRejected) {
+  auto meshes = connected_meshes(3);
+  std::vector<uint8_t> data(1 << 20, 5);
+  auto memory = meshes[0]->register_memory(data.data(), data.size());
+  auto send = meshes[0]->send(1, 1, *memory, 0, data.size());  // rendezvous, send id 1
+  shm::Record done{};
+  done.kind = static_cast<uint32_t>(shm::RecordKind::kDone);
+  done.a = 1;
+  ForeignView(meshes[0]->address()).write(2, done);
+  try {
+    meshes[0]->wait({send}, Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a done from rank 2 completed a send to rank 1";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "protocol error from rank 2"), "");
+  } catch (const TimeoutError& e) {
+    ADD_FAILURE() << "the forged done went unnoticed: " << e.what();
+  }
+}
+
+// Segments are sealed against resizing: a peer holding the descriptor cannot shrink one under
+// our mapping (SIGBUS), and a segment that is not sealed, or whose ring is too small to hold a
+// record, is rejected at connect naming the rank.
+TEST(ShmHostilePeer, SegmentsAreSealedAndTheirRingSizeChecked) {
+  MeshPair meshes;
+  auto address = shm::Address::parse(meshes.b->address());
+  std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(::ftruncate(fd, 4096), 0) << "a segment could be shrunk";
+  ::close(fd);
+  // A forged segment: b's header with a ring of 0 bytes (a consistent layout), unsealed or
+  // sealed.
+  for (bool sealed : {false, true}) {
+    int forged = ::memfd_create("forged", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ASSERT_GE(forged, 0);
+    shm::Layout layout = shm::Layout::of(2, 0);
+    ASSERT_EQ(::ftruncate(forged, static_cast<off_t>(layout.segment_bytes)), 0);
+    if (sealed) {
+      ASSERT_EQ(::fcntl(forged, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    }
+    void* at = ::mmap(nullptr, layout.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, forged, 0);
+    ASSERT_NE(at, MAP_FAILED);
+    auto* header = static_cast<shm::SegmentHeader*>(at);
+    std::memcpy(static_cast<void*>(header), ForeignView(meshes.b->address()).header(),
+                sizeof(shm::SegmentHeader));
+    header->ring_bytes = 0;
+    header->inbox_stride = layout.inbox_stride;
+    header->segment_bytes = layout.segment_bytes;
+    header->context_id = 42;
+    header->ready.store(1);
+    auto* control =
+        reinterpret_cast<shm::InboxControl*>(static_cast<uint8_t*>(at) + layout.inbox_offset(0));
+    control->reserved.store(1);
+    address->fd = forged;
+    std::string error = connect_error(*meshes.a, address->encode());
+    ::munmap(at, layout.segment_bytes);
+    ::close(forged);
+    EXPECT_EQ(contains_msg(error, "rank 1"), "");
+    EXPECT_EQ(contains_msg(error, sealed ? "ring of 0 bytes is invalid" : "not sealed"), "");
+  }
 }
 
 // A stopped peer is alive: the wait ends at its deadline with a TimeoutError naming it.
