@@ -411,6 +411,66 @@ TEST_P(Paths, TinyRingCarriesLargeMessages) {
 INSTANTIATE_TEST_SUITE_P(CmaAndFallback, Paths, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Cma" : "Fallback"; });
 
+// Three meshes of one process, connected concurrently, all served.
+std::vector<std::unique_ptr<transport::Mesh>> connected_meshes(int size) {
+  auto device = shm::create_device();
+  std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < size; ++rank) {
+    meshes.push_back(device->create_mesh(rank, size, {}));
+    addresses.push_back(meshes.back()->address());
+  }
+  std::vector<std::thread> threads;
+  for (auto& mesh : meshes) {
+    threads.emplace_back([&, m = mesh.get()] {
+      m->connect(addresses, 11, Deadline::after(std::chrono::seconds(10)));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return meshes;
+}
+
+// A mesh's segment mapped by the test itself, as a corrupt or hostile peer could.
+struct ForeignView {
+  uint8_t* segment = nullptr;
+  size_t bytes = 0;
+  explicit ForeignView(const std::string& owner) {
+    auto address = shm::Address::parse(owner);
+    EXPECT_TRUE(address);
+    std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    struct stat info {};
+    EXPECT_EQ(::fstat(fd, &info), 0);
+    bytes = static_cast<size_t>(info.st_size);
+    void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(at, MAP_FAILED);
+    segment = static_cast<uint8_t*>(at);
+  }
+  ~ForeignView() { ::munmap(segment, bytes); }
+  shm::SegmentHeader* header() { return reinterpret_cast<shm::SegmentHeader*>(segment); }
+  uint8_t* inbox(int producer) {
+    return segment + shm::kHeaderBytes + producer * header()->inbox_stride;
+  }
+  shm::InboxControl* control(int producer) {
+    return reinterpret_cast<shm::InboxControl*>(inbox(producer));
+  }
+  // Appends `record` to `producer`'s ring, in place of that producer.
+  void write(int producer, const shm::Record& record) {
+    uint64_t head = control(producer)->head.load();
+    std::memcpy(inbox(producer) + shm::kInboxControlBytes + head % header()->ring_bytes, &record,
+                sizeof(record));
+    control(producer)->head.store(head + sizeof(record));
+  }
+};
+
+void forge_bad_record(const std::string& owner, int producer) {
+  shm::Record record{};
+  record.kind = 99;
+  ForeignView(owner).write(producer, record);
+}
+
 // --- cancel ---------------------------------------------------------------------------------
 
 // Without CMA: a send times out while its stream is half written and eager sends wait behind it
@@ -517,6 +577,35 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
         context.send(0, &done, sizeof(done), 9);
       },
       {{"GLOO_LITE_SHM_CMA", "1"}, {"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}}));
+}
+
+// A cancel while the receiver's ring is full: out of band, it neither waits for room (no spin
+// under the mesh mutex) nor closes the pair, and the receiver's copy still sees it.
+TEST(ShmCancel, CancelWithTheRingFullIsPromptAndSeen) {
+  auto meshes = connected_meshes(2);
+  auto& a = *meshes[0];
+  auto& b = *meshes[1];
+  std::vector<uint8_t> large(1 << 20, 1), small(60000, 2);
+  auto large_memory = a.register_memory(large.data(), large.size());
+  auto small_memory = a.register_memory(small.data(), small.size());
+  auto announced = a.send(1, 1, *large_memory, 0, large.size());  // a 48-byte record
+  // Records of 48 + payload bytes: 48 + 4 * 60048 + 21904 fill the 256 KiB ring to the byte.
+  std::vector<transport::RequestPtr> fill;
+  for (int i = 0; i < 4; ++i) fill.push_back(a.send(1, 2, *small_memory, 0, small.size()));
+  fill.push_back(a.send(1, 3, *small_memory, 0, 21904 - 48));
+  fill.push_back(a.send(1, 4, *small_memory, 0, small.size()));
+  EXPECT_FALSE(fill.back()->test()) << "b's ring should be full";
+  auto start = Clock::now();
+  EXPECT_THROW(a.wait({announced}, Deadline::after(std::chrono::milliseconds(50))), TimeoutError);
+  EXPECT_LT(elapsed_ms(start), 500) << "the cancel waited for ring space";
+  std::vector<uint8_t> in(large.size());
+  auto in_memory = b.register_memory(in.data(), in.size());
+  try {
+    b.wait({b.recv(0, 1, *in_memory, 0, in.size())}, Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "the receive of a cancelled send completed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+  }
 }
 
 // --- unexpected messages --------------------------------------------------------------------
@@ -649,66 +738,6 @@ TEST(ShmFaults, AbortReachesAPeerWhoseRingIsFull) {
     }
     EXPECT_LT(elapsed_ms(start), 2000);
   }));
-}
-
-// Three meshes of one process, connected concurrently, all served.
-std::vector<std::unique_ptr<transport::Mesh>> connected_meshes(int size) {
-  auto device = shm::create_device();
-  std::vector<std::unique_ptr<transport::Mesh>> meshes;
-  std::vector<std::string> addresses;
-  for (int rank = 0; rank < size; ++rank) {
-    meshes.push_back(device->create_mesh(rank, size, {}));
-    addresses.push_back(meshes.back()->address());
-  }
-  std::vector<std::thread> threads;
-  for (auto& mesh : meshes) {
-    threads.emplace_back([&, m = mesh.get()] {
-      m->connect(addresses, 11, Deadline::after(std::chrono::seconds(10)));
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  return meshes;
-}
-
-// A mesh's segment mapped by the test itself, as a corrupt or hostile peer could.
-struct ForeignView {
-  uint8_t* segment = nullptr;
-  size_t bytes = 0;
-  explicit ForeignView(const std::string& owner) {
-    auto address = shm::Address::parse(owner);
-    EXPECT_TRUE(address);
-    std::string path = "/proc/self/fd/" + std::to_string(address->fd);
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    EXPECT_GE(fd, 0);
-    struct stat info {};
-    EXPECT_EQ(::fstat(fd, &info), 0);
-    bytes = static_cast<size_t>(info.st_size);
-    void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    EXPECT_NE(at, MAP_FAILED);
-    segment = static_cast<uint8_t*>(at);
-  }
-  ~ForeignView() { ::munmap(segment, bytes); }
-  shm::SegmentHeader* header() { return reinterpret_cast<shm::SegmentHeader*>(segment); }
-  uint8_t* inbox(int producer) {
-    return segment + shm::kHeaderBytes + producer * header()->inbox_stride;
-  }
-  shm::InboxControl* control(int producer) {
-    return reinterpret_cast<shm::InboxControl*>(inbox(producer));
-  }
-  // Appends `record` to `producer`'s ring, in place of that producer.
-  void write(int producer, const shm::Record& record) {
-    uint64_t head = control(producer)->head.load();
-    std::memcpy(inbox(producer) + shm::kInboxControlBytes + head % header()->ring_bytes, &record,
-                sizeof(record));
-    control(producer)->head.store(head + sizeof(record));
-  }
-};
-
-void forge_bad_record(const std::string& owner, int producer) {
-  shm::Record record{};
-  record.kind = 99;
-  ForeignView(owner).write(producer, record);
 }
 
 // Rank 1 finds a corrupt record from rank 0 and fails: rank 2, which waits only on rank 1, must
