@@ -57,8 +57,9 @@ struct Pair {
   Address address;
   Mapping remote;  // the peer's segment
   SegmentHeader* remote_header = nullptr;
-  RingWriter writer;  // our inbox in the peer's segment
-  RingView inbox;     // its inbox in our segment
+  RingWriter writer;      // our inbox in the peer's segment
+  RingView inbox;         // its inbox in our segment
+  uint64_t consumed = 0;  // our tail of that inbox (the shared word is only published)
   std::deque<OutRecord> out;
   bool close_sent = false;  // our close notice is in the peer's segment
   bool closing = false;     // the peer closed or exited: take in all it left in the ring

@@ -158,7 +158,8 @@ bool ShmMesh::drain(Pair& pair) {
   // is taken in whatever the unexpected bound says, so that it stays deliverable.
   if (state != CloseState::kOpen) pair.closing = true;
   uint64_t head = control->head.load(std::memory_order_acquire);
-  uint64_t tail = control->tail.load(std::memory_order_relaxed);
+  // Our own count, not the shared word: the peer can write that one too.
+  uint64_t tail = pair.consumed;
   const uint32_t capacity = pair.inbox.capacity;
   // head is the peer's to write: never trust it further than the ring reaches.
   if (head - tail > capacity) {
@@ -191,6 +192,7 @@ bool ShmMesh::drain(Pair& pair) {
       if (!dispatch(pair, record, at + kRecordBytes)) break;
       tail += footprint;
     }
+    pair.consumed = tail;
     control->tail.store(tail, std::memory_order_seq_cst);
     // A producer that found the ring full waits for our doorbell.
     if (control->writer_waiting.load(std::memory_order_seq_cst) != 0 &&
