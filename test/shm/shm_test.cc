@@ -582,10 +582,11 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
 // A cancel while the receiver's ring is full: out of band, it neither waits for room (no spin
 // under the mesh mutex) nor closes the pair, and the receiver's copy still sees it.
 TEST(ShmCancel, CancelWithTheRingFullIsPromptAndSeen) {
+  // Before the meshes: their close still writes the sends queued from these buffers.
+  std::vector<uint8_t> large(1 << 20, 1), small(60000, 2);
   auto meshes = connected_meshes(2);
   auto& a = *meshes[0];
   auto& b = *meshes[1];
-  std::vector<uint8_t> large(1 << 20, 1), small(60000, 2);
   auto large_memory = a.register_memory(large.data(), large.size());
   auto small_memory = a.register_memory(small.data(), small.size());
   auto announced = a.send(1, 1, *large_memory, 0, large.size());  // a 48-byte record
@@ -835,8 +836,8 @@ TEST(ShmHostilePeer, HeadBeyondTheRingIsAProtocolError) {
 
 // A done from rank 2 naming rank 0's send to rank 1 must not complete that send.
 TEST(ShmHostilePeer, RecordNamingAnotherPeersOperationIsRejected) {
+  std::vector<uint8_t> data(1 << 20, 5);  // outlives the meshes
   auto meshes = connected_meshes(3);
-  std::vector<uint8_t> data(1 << 20, 5);
   auto memory = meshes[0]->register_memory(data.data(), data.size());
   auto send = meshes[0]->send(1, 1, *memory, 0, data.size());  // rendezvous, send id 1
   shm::Record done{};
