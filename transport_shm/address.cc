@@ -11,7 +11,8 @@
 namespace gloo_lite::shm {
 namespace {
 
-constexpr const char* kPrefix = "shm1";
+constexpr const char* kPrefix = "shm2";
+constexpr int kNumbers = 6;  // pid, fd, nonce, /dev/shm device, user ns, pid ns
 
 uint64_t inode_or_zero(const char* path, bool device) {
   struct stat info {};
@@ -31,22 +32,22 @@ bool parse_u64(const std::string& text, uint64_t* value) {
 std::string Address::encode() const {
   return std::string(kPrefix) + "," + std::to_string(pid) + "," + std::to_string(fd) + "," +
          std::to_string(nonce) + "," + std::to_string(shm_device) + "," + std::to_string(user_ns) +
-         "," + host;
+         "," + std::to_string(pid_ns) + "," + host;
 }
 
 std::optional<Address> Address::parse(const std::string& text) {
   // The host comes last and may hold anything but spaces, commas included.
   std::vector<std::string> fields;
   size_t begin = 0;
-  while (fields.size() < 6) {
+  while (fields.size() < 1 + kNumbers) {
     size_t comma = text.find(',', begin);
     if (comma == std::string::npos) return std::nullopt;
     fields.push_back(text.substr(begin, comma - begin));
     begin = comma + 1;
   }
   if (fields[0] != kPrefix || begin >= text.size()) return std::nullopt;
-  uint64_t numbers[5];
-  for (int i = 0; i < 5; ++i) {
+  uint64_t numbers[kNumbers];
+  for (int i = 0; i < kNumbers; ++i) {
     if (!parse_u64(fields[i + 1], &numbers[i])) return std::nullopt;
   }
   if (numbers[0] == 0 || numbers[0] > 0x7fffffff || numbers[1] > 0x7fffffff) return std::nullopt;
@@ -56,6 +57,7 @@ std::optional<Address> Address::parse(const std::string& text) {
   address.nonce = numbers[2];
   address.shm_device = numbers[3];
   address.user_ns = numbers[4];
+  address.pid_ns = numbers[5];
   address.host = text.substr(begin);
   return address;
 }
@@ -65,6 +67,7 @@ Address local_address() {
   address.pid = static_cast<int>(::getpid());
   address.shm_device = inode_or_zero("/dev/shm", /*device=*/true);
   address.user_ns = inode_or_zero("/proc/self/ns/user", /*device=*/false);
+  address.pid_ns = inode_or_zero("/proc/self/ns/pid", /*device=*/false);
   address.host = host_identity();
   return address;
 }

@@ -12,10 +12,12 @@
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
+constexpr uint32_t kMinRingBytes = 16 * 1024;
 constexpr size_t kCloseTextBytes = 2048;
+constexpr size_t kCancelSlots = 64;  // cancels a producer may have outstanding in one inbox
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain words");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");
@@ -58,6 +60,13 @@ struct InboxControl {
   alignas(kLine) std::atomic<uint32_t> reserved;
   // The producer mapped this segment and verified its header (the connect handshake).
   std::atomic<uint32_t> hello;
+  // Cancels of announced sends, out of band: the producer stores a send id in
+  // cancel_ids[cancel_count % kCancelSlots], then bumps cancel_count (release), before it lets
+  // go of the send's buffer. The consumer reads them after every copy from the producer's
+  // memory, whatever the ring holds back, and publishes cancel_seen, which frees their slots.
+  alignas(kLine) std::atomic<uint64_t> cancel_count;
+  std::atomic<uint64_t> cancel_ids[kCancelSlots];
+  alignas(kLine) std::atomic<uint64_t> cancel_seen;  // consumer
   // Close notice from the producer: the state is stored last (release).
   alignas(kLine) std::atomic<uint32_t> close_state;
   uint32_t close_kind;  // transport::ErrorKind of an abort
@@ -74,12 +83,12 @@ constexpr size_t kInboxControlBytes = (sizeof(InboxControl) + kLine - 1) / kLine
 // pads the end of the ring).
 enum class RecordKind : uint32_t {
   kSkip = 1,
-  kEager = 2,          // payload: the message
-  kReadyToSend = 3,    // a = send id, b = sender's buffer address (0: no CMA)
-  kClearToSend = 4,    // a = send id, b = recv id (the pipelined fallback)
-  kData = 5,           // a = recv id, b = offset; payload: a chunk
-  kDone = 6,           // a = send id: the receiver copied the message (CMA)
-  kCancel = 7,         // a = send id: the sender took the message back
+  kEager = 2,        // payload: the message
+  kReadyToSend = 3,  // a = send id, b = sender's buffer address (0: no CMA)
+  kClearToSend = 4,  // a = send id, b = recv id (the pipelined fallback)
+  kData = 5,         // a = recv id, b = offset; payload: a chunk
+  kDone = 6,         // a = send id: the receiver copied the message (CMA)
+  // 7 was the in-ring cancel of version 1; cancels are out of band now (InboxControl).
   kSendCancelled = 8,  // a = recv id: the sender's answer to a clear-to-send it cannot serve
 };
 

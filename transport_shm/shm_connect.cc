@@ -52,6 +52,8 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     throw InvalidArgument("connect: " + std::to_string(addresses.size()) +
                           " addresses for a context of " + std::to_string(size_) + " ranks");
   }
+  // Sends and receives naming a peer another transport serves fail at post time (as on TCP).
+  set_served(addresses);
   const std::string me = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   int served = 0;
   for (int peer = 0; peer < size_; ++peer) {
@@ -66,8 +68,8 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       }
       if (!parsed->shares_memory_with(address_)) {
         throw ConnectionError(me + ": rank " + std::to_string(peer) +
-                              " is on another host, /dev/shm or user namespace (" + parsed->host +
-                              "); it cannot be reached over shared memory");
+                              " is on another host, /dev/shm, user or pid namespace (" +
+                              parsed->host + "); it cannot be reached over shared memory");
       }
       pair->served = true;
       pair->address = *parsed;
@@ -139,6 +141,11 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       }
       if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
         reject("its size disagrees with its header");
+      // A segment its owner could shrink would SIGBUS us on the next access.
+      int seals = ::fcntl(fd.get(), F_GET_SEALS);
+      if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+        reject("it is not sealed against resizing (F_SEAL_SHRINK, F_SEAL_GROW)");
+      }
       while (header->ready.load(std::memory_order_acquire) == 0) {
         if (deadline.expired()) {
           throw TimeoutError(me + ": " + who + " never published its segment before the deadline");
@@ -152,6 +159,12 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       if (header->rank != peer || header->size != size_) {
         reject("it is rank " + std::to_string(header->rank) + " of " +
                std::to_string(header->size));
+      }
+      // Ring offsets are taken modulo this and a record may use a quarter of it.
+      if (header->ring_bytes < kMinRingBytes || header->ring_bytes % kLine != 0) {
+        reject("its ring of " + std::to_string(header->ring_bytes) +
+               " bytes is invalid (at least " + std::to_string(kMinRingBytes) + ", a multiple of " +
+               std::to_string(kLine) + ")");
       }
       Layout theirs = Layout::of(size_, header->ring_bytes);
       if (theirs.segment_bytes != header->segment_bytes ||

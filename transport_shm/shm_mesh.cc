@@ -88,7 +88,8 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
   // A memfd: nothing is ever named in /dev/shm, and the memory goes with the last mapping or
   // descriptor, whatever way the processes end.
   std::string name = "gloo_lite_shm_rank" + std::to_string(rank);
-  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
+  // Sealable: once sized, the size is sealed, so that peers may trust their mapping.
+  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!memfd_.valid()) {
     throw ConnectionError("rank " + std::to_string(rank) +
                           ": memfd_create for the shared-memory transport failed: " +
@@ -100,6 +101,13 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
     throw ConnectionError("rank " + std::to_string(rank) + ": cannot size its " +
                           std::to_string(layout_.segment_bytes) +
                           "-byte shared-memory segment: " + std::strerror(errno));
+  }
+  // Nobody (a peer with the descriptor included) can shrink it under a mapping (SIGBUS) or grow
+  // it; connect still reserves pages inside it (fallocate within the size is allowed).
+  if (::fcntl(memfd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    throw ConnectionError("rank " + std::to_string(rank) +
+                          ": cannot seal its shared-memory segment: " + std::strerror(errno) +
+                          "; use GLOO_LITE_TRANSPORT=tcp");
   }
   segment_.map(memfd_.get(), layout_.segment_bytes, "rank " + std::to_string(rank) + " segment");
   header_ = reinterpret_cast<SegmentHeader*>(segment_.data);
@@ -240,7 +248,10 @@ void ShmMesh::check_liveness() {
       gone = ::kill(pair->address.pid, 0) != 0 && errno == ESRCH;
     }
     if (!gone) continue;
-    drain(*pair);  // an abort or goodbye it wrote before it went is the better reason
+    // What it wrote before it went stays deliverable, and an abort or goodbye it wrote is the
+    // better reason.
+    pair->closing = true;
+    drain(*pair);
     if (!pair->open) continue;
     lose_pair(*pair, "lost " + describe_peer(pair->peer) +
                          ": its process exited without closing the context (did rank " +
@@ -267,6 +278,10 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
   }
   Pair& pair = *pairs_[op->peers_[0]];
   bool announcement_queued = false;
+  // Streams the receiver cleared and waits for (some chunks may have left): its receive must
+  // fail, not wait or complete short. Told after the loop: queueing appends to (and may pop)
+  // the very queue the loop walks.
+  std::vector<uint64_t> cleared_recv_ids;
   for (auto it = pair.out.begin(); it != pair.out.end();) {
     if (it->op != op) {
       ++it;
@@ -275,37 +290,42 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
     if (it->record.kind == static_cast<uint32_t>(RecordKind::kReadyToSend)) {
       announcement_queued = true;
     }
-    if (it->stream) {
-      // The receiver cleared it and waits for chunks (some may have left): its receive must
-      // fail, not wait or complete short.
-      queue_control(pair, RecordKind::kSendCancelled, it->record.a, 0);
-    }
+    if (it->stream) cleared_recv_ids.push_back(it->record.a);
     it = pair.out.erase(it);
+  }
+  for (uint64_t recv_id : cleared_recv_ids) {
+    queue_control(pair, RecordKind::kSendCancelled, recv_id, 0);
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;
-  if (!announced || !pair.open) return;
-  // The receiver may copy from this buffer (CMA) as soon as it matches: tell it before the
-  // buffer goes back to the caller. It checks for this record after every copy, so one that
-  // raced with us fails its receive instead of delivering what the caller writes next.
-  Record cancel{};
-  cancel.kind = static_cast<uint32_t>(RecordKind::kCancel);
-  cancel.a = op->id_;
-  auto give_up = Clock::now() + std::chrono::seconds(1);
-  while (pair.open && !pair.writer.try_write(cancel, nullptr, 0)) {
-    if (Clock::now() >= give_up || ::kill(pair.address.pid, 0) != 0) {
-      // No room in a second (the peer is stopped or stuck): close the pair instead; the
-      // receiver checks the close notice after every copy too.
-      lose_pair(pair, "rank " + std::to_string(rank_) + " could not tell " +
-                          describe_peer(pair.peer) +
-                          " that it cancelled a send (its ring stayed full for 1 s)");
-      return;
-    }
-    pair.writer.has_room_after_announcing(0);
-    progress();  // the peer may be waiting for us to read before it reads
-    sched_yield();
+  if (announced && pair.open) write_cancel(pair, op->id_);
+  // The receiver checks for cancels and close notices right after each copy from this buffer;
+  // the caller may write it as soon as we return. The fence orders the notice before those
+  // writes on weakly ordered CPUs (ARM; x86 keeps stores in order anyway) and pairs with the
+  // fence the receiver makes after its copy.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
+  // Out of band, so that it is seen after the receiver's next copy even when the ring is full
+  // or the receiver holds records back: the receiver may copy from this buffer (CMA) as soon as
+  // it matches, and must fail the receive instead of delivering what the caller writes next.
+  InboxControl* control = pair.writer.control();
+  uint64_t count = pair.cancels_written;
+  if (count - control->cancel_seen.load(std::memory_order_acquire) >= kCancelSlots) {
+    // The peer has not read our last cancels (it is stopped or stuck): close the pair instead,
+    // out of band too; the receiver checks the close notice after every copy as well.
+    std::string text = "rank " + std::to_string(rank_) + " could not tell " +
+                       describe_peer(pair.peer) + " that it cancelled a send (" +
+                       std::to_string(kCancelSlots) + " earlier cancels are still unread)";
+    write_close(pair, CloseState::kAbort, ErrorKind::kConnection, text);
+    lose_pair(pair, text);
+    return;
   }
-  if (pair.open) ring_doorbell(pair.remote_header);
+  control->cancel_ids[count % kCancelSlots].store(send_id, std::memory_order_relaxed);
+  control->cancel_count.store(count + 1, std::memory_order_release);
+  pair.cancels_written = count + 1;
+  ring_doorbell(pair.remote_header);
 }
 
 void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,
@@ -353,12 +373,22 @@ void ShmMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
 
 void ShmMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) {
   LOG_INFO("shm", message);  // the context warns once, when the failure reaches a call
+  // The peer may be alive (a protocol error, a cancel it could not be told): it must stop
+  // copying from buffers that go back to their callers below.
+  if (pair.open) write_close(pair, CloseState::kAbort, kind, message);
   fail_pair(pair, kind, message);
   fail_mesh(kind, message);
 }
 
 void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
-  // A broken pair breaks the context: every rank's collectives depend on every peer.
+  // A broken pair breaks the context: every rank's collectives depend on every peer. They
+  // learn it now (out of band, as abort_locked tells them) rather than at their deadline, and
+  // before the buffers of our pending sends go back to the callers: a peer checks the notice
+  // after each copy from them. The fence orders the notices before the callers' next writes.
+  for (auto& pair : pairs_) {
+    if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, message);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     for (auto& out : pair->out) {

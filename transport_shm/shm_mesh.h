@@ -57,16 +57,20 @@ struct Pair {
   Address address;
   Mapping remote;  // the peer's segment
   SegmentHeader* remote_header = nullptr;
-  RingWriter writer;  // our inbox in the peer's segment
-  RingView inbox;     // its inbox in our segment
+  RingWriter writer;      // our inbox in the peer's segment
+  RingView inbox;         // its inbox in our segment
+  uint64_t consumed = 0;  // our tail of that inbox (the shared word is only published)
   std::deque<OutRecord> out;
   bool close_sent = false;  // our close notice is in the peer's segment
+  bool closing = false;     // the peer closed or exited: take in all it left in the ring
   bool cma = false;         // process_vm_readv from the peer works (the connect probe)
   Fd pidfd;                 // readable once the peer's process has exited
   // Announced large messages from this peer not matched yet (send id -> its buffer address),
   // and those of them the peer took back before they were matched.
   std::unordered_map<uint64_t, uint64_t> announced;
   std::unordered_set<uint64_t> cancelled;
+  uint64_t cancels_written = 0;  // our cancel_count in the peer's segment
+  uint64_t cancels_read = 0;     // how many of the peer's cancels we acted on
 };
 
 // A large message this rank copies straight from the sender's memory (CMA).
@@ -127,10 +131,20 @@ class ShmMesh : public transport::MatchingMesh {
   // Reads every inbox, copies announced messages, pushes queued records.
   void progress();
   // Dispatches what `pair`'s inbox holds, then acts on its close notice.
-  void drain(Pair& pair);
+  // True when everything that arrived was consumed (and a close notice acted on).
+  bool drain(Pair& pair);
   // One record; false: stop reading this inbox for now (held back, or the pair closed).
   bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
   void on_close_notice(Pair& pair, CloseState state);
+  // A record from `pair` named an operation with another peer: fails `op` (if it was taken)
+  // and the pair; false.
+  bool reject_foreign_id(Pair& pair, const OpPtr& op, const char* what);
+  // Acts on the cancels the peer published out of band; false: the pair closed.
+  bool read_cancels(Pair& pair);
+  void on_cancel(Pair& pair, uint64_t send_id);
+  // Tells the peer that `send_id` is taken back, out of band; closes the pair (with the close
+  // notice) when the peer has not read the cancels before.
+  void write_cancel(Pair& pair, uint64_t send_id);
   void run_pulls();
   void finish_pull(Pull& pull);
   void queue_record(Pair& pair, OutRecord record);

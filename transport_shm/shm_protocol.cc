@@ -149,13 +149,25 @@ void ShmMesh::progress() {
   }
 }
 
-void ShmMesh::drain(Pair& pair) {
+bool ShmMesh::drain(Pair& pair) {
+  if (!read_cancels(pair)) return false;
   InboxControl* control = pair.inbox.control;
   // Read first: records written before the notice are delivered before it is acted on.
   auto state = static_cast<CloseState>(control->close_state.load(std::memory_order_acquire));
+  // A closed producer sends nothing more: what it left in the ring is bounded by the ring, and
+  // is taken in whatever the unexpected bound says, so that it stays deliverable.
+  if (state != CloseState::kOpen) pair.closing = true;
   uint64_t head = control->head.load(std::memory_order_acquire);
-  uint64_t tail = control->tail.load(std::memory_order_relaxed);
+  // Our own count, not the shared word: the peer can write that one too.
+  uint64_t tail = pair.consumed;
   const uint32_t capacity = pair.inbox.capacity;
+  // head is the peer's to write: never trust it further than the ring reaches.
+  if (head - tail > capacity) {
+    lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) + ": it claims " +
+                        std::to_string(head - tail) + " unread bytes in a ring of " +
+                        std::to_string(capacity) + " (memory corruption in the peer?)");
+    return false;
+  }
   while (tail != head && pair.open) {
     size_t position = static_cast<size_t>(tail % capacity);
     size_t to_end = capacity - position;
@@ -163,6 +175,11 @@ void ShmMesh::drain(Pair& pair) {
     Record record;
     if (to_end >= kRecordBytes) std::memcpy(&record, at, sizeof(record));
     if (to_end < kRecordBytes || record.kind == static_cast<uint32_t>(RecordKind::kSkip)) {
+      if (to_end > head - tail) {
+        lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) +
+                            ": a skip past what it wrote (memory corruption in the peer?)");
+        return false;
+      }
       tail += to_end;
     } else {
       size_t footprint = record_footprint(record.payload_bytes);
@@ -170,11 +187,12 @@ void ShmMesh::drain(Pair& pair) {
         lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) +
                             ": a record of " + std::to_string(record.payload_bytes) +
                             " bytes overruns it (memory corruption in the peer?)");
-        return;
+        return false;
       }
       if (!dispatch(pair, record, at + kRecordBytes)) break;
       tail += footprint;
     }
+    pair.consumed = tail;
     control->tail.store(tail, std::memory_order_seq_cst);
     // A producer that found the ring full waits for our doorbell.
     if (control->writer_waiting.load(std::memory_order_seq_cst) != 0 &&
@@ -182,7 +200,10 @@ void ShmMesh::drain(Pair& pair) {
       ring_doorbell(pair.remote_header);
     }
   }
-  if (pair.open && state != CloseState::kOpen) on_close_notice(pair, state);
+  // Acted on only once everything that arrived before it was consumed or queued.
+  const bool all_read = pair.open && tail == head;
+  if (all_read && state != CloseState::kOpen) on_close_notice(pair, state);
+  return all_read;
 }
 
 bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload) {
@@ -203,18 +224,21 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
         return true;
       }
       // Back-pressure: leave it in the ring until receives drain the unexpected queue.
-      if (!unexpected_has_room(record.length)) return false;
+      if (!pair.closing && !unexpected_has_room(record.length)) return false;
       auto message = new_unexpected(peer, record.length, record.fingerprint);
       if (record.length > 0) std::memcpy(message->payload.data(), payload, record.length);
       queue_unexpected(record.tag, std::move(message));
       return true;
     }
     case RecordKind::kReadyToSend:
+      // One cancelled before we read this still matches a receive, which then fails
+      // (send_clear_to_send finds it in `cancelled`), as when the cancel comes later.
       pair.announced[record.a] = record.b;
       on_ready_to_send(peer, record.tag, record.length, record.a, record.fingerprint);
       return pair.open;
     case RecordKind::kClearToSend: {
       OpPtr op = take_send_awaiting_clearance(record.a);
+      if (op && op->peers_[0] != peer) return reject_foreign_id(pair, op, "clear-to-send");
       if (!op && mesh_failure().failed()) {
         // The send failed with this context (say, another peer died): the receiver learns
         // that cause, not a cancel that reads like a timeout.
@@ -238,6 +262,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       auto found = incoming_.find(record.a);
       if (found == incoming_.end()) return true;  // for a cancelled receive: dropped
       Incoming& incoming = found->second;
+      if (incoming.op->source_ != peer) return reject_foreign_id(pair, nullptr, "data");
       if (record.b > incoming.op->bytes_ || record.payload_bytes > incoming.op->bytes_ - record.b) {
         break;
       }
@@ -250,30 +275,22 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       return true;
     }
     case RecordKind::kDone:
-      if (OpPtr op = take_send_awaiting_clearance(record.a)) complete(op);
-      return true;
-    case RecordKind::kCancel: {
-      uint64_t send_id = record.a;
-      if (current_pull_ != nullptr && current_pull_->peer == peer &&
-          current_pull_->send_id == send_id) {
-        current_pull_->cancelled = true;
-        return true;
+      if (OpPtr op = take_send_awaiting_clearance(record.a)) {
+        if (op->peers_[0] != peer) return reject_foreign_id(pair, op, "done");
+        complete(op);
       }
-      for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
-        if (it->peer == peer && it->send_id == send_id) {
-          uint64_t recv_id = it->op->id_;
-          pulls_.erase(it);
-          on_send_cancelled(peer, recv_id);
-          return true;
-        }
-      }
-      if (pair.announced.erase(send_id) > 0) pair.cancelled.insert(send_id);
       return true;
-    }
-    case RecordKind::kSendCancelled:
-      incoming_.erase(record.a);
+    case RecordKind::kSendCancelled: {
+      // Only a pipelined receive (in incoming_) hears this; one cancelled here is gone already.
+      auto found = incoming_.find(record.a);
+      if (found == incoming_.end()) return true;
+      if (found->second.op->source_ != peer) {
+        return reject_foreign_id(pair, nullptr, "send-cancelled");
+      }
+      incoming_.erase(found);
       on_send_cancelled(peer, record.a);
       return true;
+    }
     case RecordKind::kSkip:
       return true;
   }
@@ -281,6 +298,55 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
                       std::to_string(record.kind) + " with " +
                       std::to_string(record.payload_bytes) + " payload bytes is invalid");
   return false;
+}
+
+bool ShmMesh::reject_foreign_id(Pair& pair, const OpPtr& op, const char* what) {
+  std::string text = "protocol error from " + describe_peer(pair.peer) + ": its " + what +
+                     " names an operation with another rank (memory corruption in the peer?)";
+  if (op) fail_op(op, ErrorKind::kConnection, text);  // taken from the engine already
+  lose_pair(pair, text);
+  return false;
+}
+
+bool ShmMesh::read_cancels(Pair& pair) {
+  InboxControl* control = pair.inbox.control;
+  uint64_t count = control->cancel_count.load(std::memory_order_acquire);
+  if (count - pair.cancels_read > kCancelSlots) {
+    lose_pair(pair, "protocol error from " + describe_peer(pair.peer) + ": " +
+                        std::to_string(count - pair.cancels_read) +
+                        " cancels outstanding, more than its inbox holds (memory corruption?)");
+    return false;
+  }
+  while (pair.cancels_read != count) {
+    uint64_t send_id =
+        control->cancel_ids[pair.cancels_read % kCancelSlots].load(std::memory_order_relaxed);
+    ++pair.cancels_read;
+    on_cancel(pair, send_id);
+  }
+  control->cancel_seen.store(pair.cancels_read, std::memory_order_release);
+  return pair.open;
+}
+
+void ShmMesh::on_cancel(Pair& pair, uint64_t send_id) {
+  const int peer = pair.peer;
+  if (current_pull_ != nullptr && current_pull_->peer == peer &&
+      current_pull_->send_id == send_id) {
+    current_pull_->cancelled = true;
+    return;
+  }
+  for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
+    if (it->peer == peer && it->send_id == send_id) {
+      uint64_t recv_id = it->op->id_;
+      pulls_.erase(it);
+      on_send_cancelled(peer, recv_id);
+      return;
+    }
+  }
+  // Announced and not matched yet, or its announcement is still in the ring (cancels overtake
+  // records): either way it must never be copied. (A cancel that crossed our done or our
+  // clear-to-send leaves an id here that nothing erases: a few bytes, ids are not reused.)
+  pair.announced.erase(send_id);
+  pair.cancelled.insert(send_id);
 }
 
 void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
@@ -342,22 +408,34 @@ void ShmMesh::finish_pull(Pull& pull) {
     }
     if (n < 0 && errno == EINTR) continue;
     int error = n < 0 ? errno : EFAULT;
-    drain(pair);  // a cancel or a close may explain it
-    if (!pair.open) return;
+    if (!read_cancels(pair)) return;  // a cancel may explain it
     if (pull.cancelled) break;
+    drain(pair);  // or a close notice
+    if (!pair.open) return;
     lose_pair(pair, "rank " + std::to_string(rank_) + " could not copy " +
                         std::to_string(op->bytes_) + " bytes (" + tags::describe(op->tag_) +
                         ") from " + describe_peer(pull.peer) + " with process_vm_readv: " +
                         std::strerror(error) + (error == ESRCH ? " (the process has exited)" : ""));
     return;
   }
-  // The sender writes its cancel record before it lets go of the buffer: one that is not in
-  // the ring now came after the copy, which therefore read the message intact.
+  // The sender publishes its cancel (out of band, never held back behind ring records) and
+  // fences before it lets go of the buffer: a cancel not visible now came after the copy,
+  // which therefore read the message intact. The fence pairs with the sender's.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  drain(pair);
-  if (!pair.open) return;  // its close notice failed the receive
+  if (!read_cancels(pair)) return;
   if (pull.cancelled) {
     on_send_cancelled(pull.peer, op->id_);
+    return;
+  }
+  // A sender that closed or failed may have given the buffer back first (its close notice,
+  // then a fence): what was copied cannot be trusted.
+  if (pair.inbox.control->close_state.load(std::memory_order_acquire) !=
+      static_cast<uint32_t>(CloseState::kOpen)) {
+    if (OpPtr taken = take_receive_awaiting_data(op->id_)) {
+      fail_op(taken, ErrorKind::kConnection,
+              describe_peer(pull.peer) + " closed its side while rank " + std::to_string(rank_) +
+                  " copied " + tags::describe(op->tag_) + " from it; the copy is discarded");
+    }
     return;
   }
   if (OpPtr taken = take_receive_awaiting_data(op->id_)) complete(taken);

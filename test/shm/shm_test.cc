@@ -7,11 +7,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
@@ -23,6 +27,7 @@
 #include "test/support/test_support.h"
 #include "test/transport/harness.h"
 #include "transport_shm/address.h"
+#include "transport_shm/segment.h"
 #include "transport_shm/shm_device.h"
 
 namespace gloo_lite::test {
@@ -230,6 +235,10 @@ TEST(ShmDevice, CanConnectIsSymmetricAndNeedsTheSameHostAndNamespace) {
   auto other_ns = shm::Address::parse(b->address());
   other_ns->user_ns += 1;
   EXPECT_FALSE(device->can_connect(a->address(), other_ns->encode()));
+  auto other_pid_ns = shm::Address::parse(b->address());  // docker --ipc=host, say
+  other_pid_ns->pid_ns += 1;
+  EXPECT_FALSE(device->can_connect(a->address(), other_pid_ns->encode()));
+  EXPECT_FALSE(device->can_connect(other_pid_ns->encode(), a->address()));
   auto other_shm = shm::Address::parse(b->address());
   other_shm->shm_device += 1;
   EXPECT_FALSE(device->can_connect(other_shm->encode(), a->address()));
@@ -248,6 +257,11 @@ TEST(ShmDevice, EmptyAddressMeansThePeerIsNotServed) {
   std::vector<uint8_t> buffer(16, 3), in(16);
   auto out_memory = m0->register_memory(buffer.data(), buffer.size());
   auto in_memory = m1->register_memory(in.data(), in.size());
+  // At post time, as on TCP; and the mesh names only the peers it serves.
+  EXPECT_THROW(m0->send(2, 1, *out_memory, 0, 16), InvalidArgument);
+  EXPECT_THROW(m0->recv(2, 1, *out_memory, 0, 16), InvalidArgument);
+  EXPECT_EQ(m0->transport_of(1), "shm");
+  EXPECT_EQ(m0->transport_of(2), "");
   EXPECT_THROW(
       m0->wait({m0->send(2, 1, *out_memory, 0, 16)}, Deadline::after(std::chrono::seconds(1))),
       InvalidArgument);
@@ -397,6 +411,204 @@ TEST_P(Paths, TinyRingCarriesLargeMessages) {
 INSTANTIATE_TEST_SUITE_P(CmaAndFallback, Paths, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Cma" : "Fallback"; });
 
+// Three meshes of one process, connected concurrently, all served.
+std::vector<std::unique_ptr<transport::Mesh>> connected_meshes(int size) {
+  auto device = shm::create_device();
+  std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  std::vector<std::string> addresses;
+  for (int rank = 0; rank < size; ++rank) {
+    meshes.push_back(device->create_mesh(rank, size, {}));
+    addresses.push_back(meshes.back()->address());
+  }
+  std::vector<std::thread> threads;
+  for (auto& mesh : meshes) {
+    threads.emplace_back([&, m = mesh.get()] {
+      m->connect(addresses, 11, Deadline::after(std::chrono::seconds(10)));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return meshes;
+}
+
+// A mesh's segment mapped by the test itself, as a corrupt or hostile peer could.
+struct ForeignView {
+  uint8_t* segment = nullptr;
+  size_t bytes = 0;
+  explicit ForeignView(const std::string& owner) {
+    auto address = shm::Address::parse(owner);
+    EXPECT_TRUE(address);
+    std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    struct stat info {};
+    EXPECT_EQ(::fstat(fd, &info), 0);
+    bytes = static_cast<size_t>(info.st_size);
+    void* at = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(at, MAP_FAILED);
+    segment = static_cast<uint8_t*>(at);
+  }
+  ~ForeignView() { ::munmap(segment, bytes); }
+  shm::SegmentHeader* header() { return reinterpret_cast<shm::SegmentHeader*>(segment); }
+  uint8_t* inbox(int producer) {
+    return segment + shm::kHeaderBytes + producer * header()->inbox_stride;
+  }
+  shm::InboxControl* control(int producer) {
+    return reinterpret_cast<shm::InboxControl*>(inbox(producer));
+  }
+  // Appends `record` to `producer`'s ring, in place of that producer.
+  void write(int producer, const shm::Record& record) {
+    uint64_t head = control(producer)->head.load();
+    std::memcpy(inbox(producer) + shm::kInboxControlBytes + head % header()->ring_bytes, &record,
+                sizeof(record));
+    control(producer)->head.store(head + sizeof(record));
+  }
+};
+
+void forge_bad_record(const std::string& owner, int producer) {
+  shm::Record record{};
+  record.kind = 99;
+  ForeignView(owner).write(producer, record);
+}
+
+// --- cancel ---------------------------------------------------------------------------------
+
+// Without CMA: a send times out while its stream is half written and eager sends wait behind it
+// in the same queue. The receive fails as cancelled (never hangs or completes short) and the
+// messages queued behind the stream still arrive, intact and in order.
+TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
+  expect_all_ok(
+      run_shm(2,
+              [](Context& context) {
+                auto& mesh = context.mesh();
+                constexpr size_t kLarge = 16 << 20;
+                constexpr int kBehind = 300;
+                constexpr size_t kSmall = 1000;
+                std::vector<uint8_t> large = make_pattern(0, 1, kLarge, 1);
+                auto large_memory = mesh.register_memory(large.data(), kLarge);
+                if (context.rank() == 0) {
+                  auto stream = mesh.send(1, 1, *large_memory, 0, kLarge);
+                  // Reads the clear-to-send and pushes chunks until rank 1's ring is full.
+                  mesh.wait_until({stream}, context.deadline(),
+                                  Deadline::after(std::chrono::milliseconds(400)));
+                  std::vector<std::vector<uint8_t>> small;
+                  std::vector<std::unique_ptr<transport::Memory>> memory;
+                  std::vector<transport::RequestPtr> sends;
+                  for (int i = 0; i < kBehind; ++i) {
+                    small.push_back(make_pattern(0, 1, kSmall, 100 + i));
+                    memory.push_back(mesh.register_memory(small.back().data(), kSmall));
+                    sends.push_back(mesh.send(1, 100 + i, *memory.back(), 0, kSmall));
+                  }
+                  EXPECT_THROW(mesh.wait({stream}, Deadline::after(std::chrono::milliseconds(200))),
+                               TimeoutError);
+                  mesh.wait(sends, context.deadline());
+                  return;
+                }
+                usleep(100000);  // the ready-to-send is in our ring
+                std::vector<uint8_t> in(kLarge);
+                auto in_memory = mesh.register_memory(in.data(), kLarge);
+                auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
+                // Clears it, then stops reading: the sender's ring fills.
+                EXPECT_FALSE(receive->test());
+                usleep(1500000);
+                try {
+                  mesh.wait({receive}, context.deadline());
+                  ADD_FAILURE() << "a receive whose sender cancelled mid-stream completed";
+                } catch (const ConnectionError& e) {
+                  EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+                }
+                std::vector<uint8_t> small(kSmall);
+                auto small_memory = mesh.register_memory(small.data(), kSmall);
+                for (int i = 0; i < kBehind; ++i) {
+                  mesh.wait({mesh.recv(0, 100 + i, *small_memory, 0, kSmall)}, context.deadline());
+                  ASSERT_EQ(first_mismatch(small, 0, 1, 100 + i), -1) << "message " << i;
+                }
+              },
+              {{"GLOO_LITE_SHM_CMA", "0"}}));
+}
+
+// With CMA: rank 0 cancels an announced send (its wait times out) and writes new data into the
+// buffer while rank 1 is not reading; the cancel is behind an eager message that rank 1 must
+// hold back (its unexpected queue is at the bound). When rank 1 then matches and copies, it must
+// still see the cancel and fail the receive, not deliver what the caller wrote afterwards.
+TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
+  expect_all_ok(run_shm(
+      2,
+      [](Context& context) {
+        auto& mesh = context.mesh();
+        constexpr size_t kLarge = 1 << 20;
+        constexpr size_t kSmall = 1000;
+        std::vector<uint8_t> small = make_pattern(0, 1, kSmall, 7);
+        auto small_memory = mesh.register_memory(small.data(), kSmall);
+        if (context.rank() == 0) {
+          std::vector<uint8_t> large = make_pattern(0, 1, kLarge, 1);
+          auto large_memory = mesh.register_memory(large.data(), kLarge);
+          auto announced = mesh.send(1, 1, *large_memory, 0, kLarge);
+          // The first waits unexpected at rank 1, the second is held back in the ring.
+          auto first = mesh.send(1, 2, *small_memory, 0, kSmall);
+          auto second = mesh.send(1, 3, *small_memory, 0, kSmall);
+          EXPECT_THROW(mesh.wait({announced}, Deadline::after(std::chrono::milliseconds(100))),
+                       TimeoutError);
+          auto rewritten = make_pattern(0, 1, kLarge, 2);  // the caller owns its buffer again
+          std::copy(rewritten.begin(), rewritten.end(), large.begin());
+          mesh.wait({first, second}, context.deadline());
+          int done = 0;
+          context.recv(1, &done, sizeof(done), 9);
+          return;
+        }
+        usleep(500000);  // rank 0 has cancelled and rewritten its buffer by now
+        std::vector<uint8_t> in(kLarge);
+        auto in_memory = mesh.register_memory(in.data(), kLarge);
+        auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
+        try {
+          mesh.wait({receive}, context.deadline());
+          ADD_FAILURE() << "the copy of a cancelled send completed (data of salt "
+                        << (first_mismatch(in, 0, 1, 2) == -1 ? "2: rewritten" : "?") << ")";
+        } catch (const ConnectionError& e) {
+          EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+        }
+        std::vector<uint8_t> got(kSmall);
+        auto got_memory = mesh.register_memory(got.data(), kSmall);
+        for (uint64_t tag : {2, 3}) {
+          mesh.wait({mesh.recv(0, tag, *got_memory, 0, kSmall)}, context.deadline());
+          EXPECT_EQ(first_mismatch(got, 0, 1, 7), -1) << "tag " << tag;
+        }
+        int done = 1;
+        context.send(0, &done, sizeof(done), 9);
+      },
+      {{"GLOO_LITE_SHM_CMA", "1"}, {"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}}));
+}
+
+// A cancel while the receiver's ring is full: out of band, it neither waits for room (no spin
+// under the mesh mutex) nor closes the pair, and the receiver's copy still sees it.
+TEST(ShmCancel, CancelWithTheRingFullIsPromptAndSeen) {
+  // Before the meshes: their close still writes the sends queued from these buffers.
+  std::vector<uint8_t> large(1 << 20, 1), small(60000, 2);
+  auto meshes = connected_meshes(2);
+  auto& a = *meshes[0];
+  auto& b = *meshes[1];
+  auto large_memory = a.register_memory(large.data(), large.size());
+  auto small_memory = a.register_memory(small.data(), small.size());
+  auto announced = a.send(1, 1, *large_memory, 0, large.size());  // a 48-byte record
+  // Records of 48 + payload bytes: 48 + 4 * 60048 + 21904 fill the 256 KiB ring to the byte.
+  std::vector<transport::RequestPtr> fill;
+  for (int i = 0; i < 4; ++i) fill.push_back(a.send(1, 2, *small_memory, 0, small.size()));
+  fill.push_back(a.send(1, 3, *small_memory, 0, 21904 - 48));
+  fill.push_back(a.send(1, 4, *small_memory, 0, small.size()));
+  EXPECT_FALSE(fill.back()->test()) << "b's ring should be full";
+  auto start = Clock::now();
+  EXPECT_THROW(a.wait({announced}, Deadline::after(std::chrono::milliseconds(50))), TimeoutError);
+  EXPECT_LT(elapsed_ms(start), 500) << "the cancel waited for ring space";
+  std::vector<uint8_t> in(large.size());
+  auto in_memory = b.register_memory(in.data(), in.size());
+  try {
+    b.wait({b.recv(0, 1, *in_memory, 0, in.size())}, Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "the receive of a cancelled send completed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
+  }
+}
+
 // --- unexpected messages --------------------------------------------------------------------
 
 // 3000 eager messages (3 MB, a dozen rings) before any receive is posted; received in reverse
@@ -527,6 +739,162 @@ TEST(ShmFaults, AbortReachesAPeerWhoseRingIsFull) {
     }
     EXPECT_LT(elapsed_ms(start), 2000);
   }));
+}
+
+// Rank 1 finds a corrupt record from rank 0 and fails: rank 2, which waits only on rank 1, must
+// learn it at once (the failed mesh tells every peer), not at its deadline.
+TEST(ShmFaults, FailedMeshTellsEveryPeer) {
+  auto meshes = connected_meshes(3);
+  forge_bad_record(meshes[1]->address(), 0);
+  int value = 0;
+  auto memory1 = meshes[1]->register_memory(&value, sizeof(value));
+  try {
+    meshes[1]->wait({meshes[1]->recv(0, 1, *memory1, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(5)));
+    ADD_FAILURE() << "a corrupt record went unnoticed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "protocol error"), "");
+  }
+  auto memory2 = meshes[2]->register_memory(&value, sizeof(value));
+  auto start = Clock::now();
+  try {
+    meshes[2]->wait({meshes[2]->recv(1, 1, *memory2, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a receive from a rank whose mesh failed completed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "aborted"), "");
+    EXPECT_EQ(contains_msg(e.what(), "protocol error"), "");
+  } catch (const TimeoutError& e) {
+    ADD_FAILURE() << "rank 2 learnt nothing from rank 1: " << e.what();
+  }
+  EXPECT_LT(elapsed_ms(start), 1000);
+}
+
+// Rank 0 leaves three eager messages in rank 1's ring, of which rank 1 may queue only one (its
+// unexpected bound), then closes (or is killed). Everything that arrived stays deliverable.
+void messages_left_in_the_ring_stay_deliverable(bool killed) {
+  auto results =
+      run_shm(2,
+              [killed](Context& context) {
+                auto& mesh = context.mesh();
+                constexpr size_t kBytes = 1000;
+                std::vector<uint8_t> buffer(kBytes);
+                auto memory = mesh.register_memory(buffer.data(), kBytes);
+                if (context.rank() == 0) {
+                  for (uint64_t tag = 1; tag <= 3; ++tag) {
+                    auto data = make_pattern(0, 1, kBytes, tag);
+                    std::copy(data.begin(), data.end(), buffer.begin());
+                    mesh.wait({mesh.send(1, tag, *memory, 0, kBytes)}, context.deadline());
+                  }
+                  if (killed) raise(SIGKILL);
+                  return;
+                }
+                usleep(500000);  // rank 0 has closed or gone
+                for (uint64_t tag = 1; tag <= 3; ++tag) {
+                  mesh.wait({mesh.recv(0, tag, *memory, 0, kBytes)}, context.deadline());
+                  EXPECT_EQ(first_mismatch(buffer, 0, 1, tag), -1) << "message " << tag;
+                }
+                try {
+                  mesh.wait({mesh.recv(0, 4, *memory, 0, kBytes)},
+                            Deadline::after(std::chrono::seconds(5)));
+                  ADD_FAILURE() << "a receive from a closed rank completed";
+                } catch (const ConnectionError& e) {
+                  EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
+                }
+              },
+              {{"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}});
+  EXPECT_EQ(results[0].signaled, killed) << results[0].describe();
+  EXPECT_TRUE(results[1].ok()) << results[1].describe();
+}
+
+TEST(ShmFaults, MessagesLeftInTheRingAtGoodbyeStayDeliverable) {
+  messages_left_in_the_ring_stay_deliverable(false);
+}
+
+TEST(ShmFaults, MessagesLeftInTheRingByADeadPeerStayDeliverable) {
+  messages_left_in_the_ring_stay_deliverable(true);
+}
+
+// A head further ahead than the ring reaches is a protocol error naming the peer.
+TEST(ShmHostilePeer, HeadBeyondTheRingIsAProtocolError) {
+  auto meshes = connected_meshes(2);
+  {
+    ForeignView view(meshes[1]->address());
+    view.control(0)->head.store(3 * view.header()->ring_bytes + 8);
+  }
+  int value = 0;
+  auto memory = meshes[1]->register_memory(&value, sizeof(value));
+  try {
+    meshes[1]->wait({meshes[1]->recv(0, 1, *memory, 0, sizeof(value))},
+                    Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a corrupt head went unnoticed";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "unread bytes"), "");
+    EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
+  }
+}
+
+// A done from rank 2 naming rank 0's send to rank 1 must not complete that send.
+TEST(ShmHostilePeer, RecordNamingAnotherPeersOperationIsRejected) {
+  std::vector<uint8_t> data(1 << 20, 5);  // outlives the meshes
+  auto meshes = connected_meshes(3);
+  auto memory = meshes[0]->register_memory(data.data(), data.size());
+  auto send = meshes[0]->send(1, 1, *memory, 0, data.size());  // rendezvous, send id 1
+  shm::Record done{};
+  done.kind = static_cast<uint32_t>(shm::RecordKind::kDone);
+  done.a = 1;
+  ForeignView(meshes[0]->address()).write(2, done);
+  try {
+    meshes[0]->wait({send}, Deadline::after(std::chrono::seconds(3)));
+    ADD_FAILURE() << "a done from rank 2 completed a send to rank 1";
+  } catch (const ConnectionError& e) {
+    EXPECT_EQ(contains_msg(e.what(), "protocol error from rank 2"), "");
+  } catch (const TimeoutError& e) {
+    ADD_FAILURE() << "the forged done went unnoticed: " << e.what();
+  }
+}
+
+// Segments are sealed against resizing: a peer holding the descriptor cannot shrink one under
+// our mapping (SIGBUS), and a segment that is not sealed, or whose ring is too small to hold a
+// record, is rejected at connect naming the rank.
+TEST(ShmHostilePeer, SegmentsAreSealedAndTheirRingSizeChecked) {
+  MeshPair meshes;
+  auto address = shm::Address::parse(meshes.b->address());
+  std::string path = "/proc/self/fd/" + std::to_string(address->fd);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(::ftruncate(fd, 4096), 0) << "a segment could be shrunk";
+  ::close(fd);
+  // A forged segment: b's header with a ring of 0 bytes (a consistent layout), unsealed or
+  // sealed.
+  for (bool sealed : {false, true}) {
+    int forged = ::memfd_create("forged", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ASSERT_GE(forged, 0);
+    shm::Layout layout = shm::Layout::of(2, 0);
+    ASSERT_EQ(::ftruncate(forged, static_cast<off_t>(layout.segment_bytes)), 0);
+    if (sealed) {
+      ASSERT_EQ(::fcntl(forged, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    }
+    void* at = ::mmap(nullptr, layout.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, forged, 0);
+    ASSERT_NE(at, MAP_FAILED);
+    auto* header = static_cast<shm::SegmentHeader*>(at);
+    std::memcpy(static_cast<void*>(header), ForeignView(meshes.b->address()).header(),
+                sizeof(shm::SegmentHeader));
+    header->ring_bytes = 0;
+    header->inbox_stride = layout.inbox_stride;
+    header->segment_bytes = layout.segment_bytes;
+    header->context_id = 42;
+    header->ready.store(1);
+    auto* control =
+        reinterpret_cast<shm::InboxControl*>(static_cast<uint8_t*>(at) + layout.inbox_offset(0));
+    control->reserved.store(1);
+    address->fd = forged;
+    std::string error = connect_error(*meshes.a, address->encode());
+    ::munmap(at, layout.segment_bytes);
+    ::close(forged);
+    EXPECT_EQ(contains_msg(error, "rank 1"), "");
+    EXPECT_EQ(contains_msg(error, sealed ? "ring of 0 bytes is invalid" : "not sealed"), "");
+  }
 }
 
 // A stopped peer is alive: the wait ends at its deadline with a TimeoutError naming it.
