@@ -181,9 +181,11 @@ bool ShmMesh::has_work_for_waiter() {
   for (const auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     if (!pair->out.empty()) return true;  // records waiting for room in the peer's ring
+    if (pair->closing) return true;       // a closing peer's leftovers to take in
+    const InboxControl* control = pair->inbox.control;
+    if (control->cancel_count.load(std::memory_order_acquire) != pair->cancels_read) return true;
     // Unread records, unless they may be held back for a full unexpected queue (those wait
     // for a receive, not for a reader).
-    const InboxControl* control = pair->inbox.control;
     if (control->head.load(std::memory_order_acquire) !=
             control->tail.load(std::memory_order_relaxed) &&
         unexpected_has_room(eager_bytes_)) {
