@@ -367,6 +367,9 @@ void Context::connect_to_peers(const std::string& record, const Deadline& deadli
   context_id_ = context_id;
   ranks_per_core_ = busiest_host_load(hosts, masks);
   hosts_ = hosts;
+  const std::string transport = knob_string("GLOO_LITE_TRANSPORT");
+  shm_collectives_allowed_ = on_one_host() && knob_bool("GLOO_LITE_SHM_COLLECTIVES") &&
+                             (transport == "auto" || transport == "shm");
   mesh_->connect(addresses, context_id, deadline);
 }
 

@@ -29,11 +29,10 @@ size_t chunk_bytes() {
 }
 
 bool supports(const Call& call) {
-  static const bool enabled = knob_bool("GLOO_LITE_SHM_COLLECTIVES");
   // A reduce_scatter step gives each rank's block chunk/P bytes: at least one element. Without
   // a context (a call's shape alone, as tests ask) only the shape is judged.
-  return enabled && chunk_bytes() / static_cast<size_t>(call.size) >= call.element &&
-         (call.context == nullptr || call.context->on_one_host());
+  return chunk_bytes() / static_cast<size_t>(call.size) >= call.element &&
+         (call.context == nullptr || call.context->shm_collectives_allowed());
 }
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }

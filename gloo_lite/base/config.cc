@@ -163,7 +163,7 @@ const std::vector<Knob>& gloo_lite_knobs() {
        integer(0, 1000000)},
       {"GLOO_LITE_SHM_COLLECTIVES", "1",
        "1: collectives of a context whose ranks all share one host may run in a shared memory "
-       "segment (algorithm shm); 0: never",
+       "segment (algorithm shm), unless GLOO_LITE_TRANSPORT forces a network transport; 0: never",
        on_off()},
       {"GLOO_LITE_SHM_CHUNK_BYTES", "256K",
        "Shared-memory collectives: bytes per rank and step; each stream's segment holds "

@@ -458,6 +458,27 @@ TEST(Shm, TwoHostsDoNotUseShm) {
   }));
 }
 
+// GLOO_LITE_TRANSPORT=tcp asks for the network between every pair: no shared memory at all,
+// not even for the collectives of ranks on one host (each process reads the knob afresh).
+TEST(Shm, ForcedNetworkTransportTurnsShmCollectivesOff) {
+  TempDir directory;
+  expect_all_ok(run_processes(
+      3,
+      [&](int rank) {
+        ::setenv("GLOO_LITE_TRANSPORT", "tcp", 1);
+        auto context =
+            Context::create(make_file_store(directory.path()), rank, 3, loopback_device());
+        EXPECT_TRUE(context->on_one_host());
+        EXPECT_NE(chosen_algorithm(*context, "allreduce", 1000, DataType::kFloat32), "shm");
+        EXPECT_NE(chosen_algorithm(*context, "barrier", 0, DataType::kUint8), "shm");
+        std::vector<float> data(10, 1.0f);
+        allreduce(*context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                  ReduceOp::kSum);
+        EXPECT_EQ(data[9], 3.0f);
+      },
+      120s));
+}
+
 // Rank 0 cannot reserve the segment (a file size limit makes posix_fallocate fail): every rank
 // falls back to the message algorithms and gets the right result; no SIGBUS.
 TEST(Shm, SegmentThatCannotBeCreatedFallsBack) {
