@@ -367,15 +367,15 @@ void Context::connect_to_peers(const std::string& record, const Deadline& deadli
   context_id_ = context_id;
   ranks_per_core_ = busiest_host_load(hosts, masks);
   hosts_ = hosts;
-  const std::string transport = knob_string("GLOO_LITE_TRANSPORT");
-  shm_collectives_allowed_ = on_one_host() && knob_bool("GLOO_LITE_SHM_COLLECTIVES") &&
-                             (transport == "auto" || transport == "shm");
   mesh_->connect(addresses, context_id, deadline);
 }
 
 void Context::connect() {
   Deadline deadline = this->deadline();
   mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
+  const std::string transport = knob_string("GLOO_LITE_TRANSPORT");
+  shm_knobs_allow_ =
+      knob_bool("GLOO_LITE_SHM_COLLECTIVES") && (transport == "auto" || transport == "shm");
   if (size_ == 1) return;
   generation_ = agree_on_generation(deadline);
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it

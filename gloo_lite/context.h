@@ -73,7 +73,7 @@ class Context : public std::enable_shared_from_this<Context> {
   // Whether the shared-memory collectives may run: on one host, and neither
   // GLOO_LITE_SHM_COLLECTIVES=0 nor GLOO_LITE_TRANSPORT forcing a network transport (which asks
   // for the network between every pair), as the knobs read when this context connected.
-  bool shm_collectives_allowed() const { return shm_collectives_allowed_; }
+  bool shm_collectives_allowed() const { return shm_knobs_allow_ && on_one_host(); }
   // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
   // created at its first use, which is a collective call (every rank comes, in stream order).
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
@@ -166,7 +166,7 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t context_id_ = 0;
   double ranks_per_core_ = 0;       // set by connect(); stays 0 for a single rank (nothing to tune)
   std::vector<std::string> hosts_;  // host identity per rank, set by connect()
-  bool shm_collectives_allowed_ = false;
+  bool shm_knobs_allow_ = false;    // the knobs' part of shm_collectives_allowed, read at connect
 
   FlightRecorder recorder_;
   mutable std::mutex failure_mutex_;
