@@ -32,7 +32,8 @@ struct alignas(64) Header {
 
 struct alignas(64) AbortRecord {
   std::atomic<uint32_t> state;  // 0: none, 1: being written, 2: written
-  int32_t rank;
+  int32_t rank;                 // who wrote it
+  int32_t origin;  // the rank where the failure began (abort_cause.h): `rank` unless relayed
   int32_t kind;
   char reason[kReasonBytes];
 };
@@ -352,14 +353,22 @@ void HostSegment::raise_abort() const {
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
   if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
-  throw ConnectionError("rank " + std::to_string(record.rank) + " aborted: " + reason);
+  transport::AbortCause cause{record.origin, std::move(reason)};
+  throw ConnectionError(transport::describe_abort(
+      cause, record.rank, [](int r) { return "rank " + std::to_string(r); }));
 }
 
 void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& reason) {
+  abort(rank, kind, {rank, reason});
+}
+
+void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::AbortCause& cause) {
+  const std::string& reason = cause.text;
   AbortRecord& record = abort_of(memory_->data());
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
   record.rank = rank;
+  record.origin = cause.known() && cause.origin < size_ ? cause.origin : rank;
   record.kind = static_cast<int32_t>(kind);
   size_t length = std::min(reason.size(), kReasonBytes - 1);
   std::memcpy(record.reason, reason.data(), length);

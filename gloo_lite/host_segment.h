@@ -23,6 +23,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/shared_memory.h"
 #include "gloo_lite/base/spin_wait.h"
+#include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/op.h"
 
 namespace gloo_lite {
@@ -78,6 +79,9 @@ class HostSegment {
 
   // Fails every waiter of every rank with `reason` (the first abort wins), raised as `kind`.
   void abort(int rank, transport::ErrorKind kind, const std::string& reason);
+  // The same for a cause that began on another rank (cause.origin), which `rank` relays: its
+  // waiters raise it as that rank's, once (gloo_lite/transport/abort_cause.h).
+  void abort(int rank, transport::ErrorKind kind, const transport::AbortCause& cause);
 
  private:
   struct Control;

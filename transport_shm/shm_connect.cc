@@ -256,7 +256,7 @@ void ShmMesh::close_all() {
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     if (failure.failed()) {
-      write_close(*pair, CloseState::kAbort, failure.kind, failure.message);
+      write_abort(*pair, failure.kind, failure.message);  // a peer's cause as that peer's
     } else {
       write_close(*pair, CloseState::kGoodbye, ErrorKind::kConnection, "");
     }

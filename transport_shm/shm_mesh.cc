@@ -320,7 +320,7 @@ void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
     std::string text = "rank " + std::to_string(rank_) + " could not tell " +
                        describe_peer(pair.peer) + " that it cancelled a send (" +
                        std::to_string(kCancelSlots) + " earlier cancels are still unread)";
-    write_close(pair, CloseState::kAbort, ErrorKind::kConnection, text);
+    write_abort(pair, ErrorKind::kConnection, text);
     lose_pair(pair, text);
     return;
   }
@@ -344,6 +344,11 @@ void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const st
   control->close_text_bytes = static_cast<uint32_t>(bytes);
   control->close_state.store(static_cast<uint32_t>(state), std::memory_order_release);
   ring_doorbell(pair.remote_header);
+}
+
+void ShmMesh::write_abort(Pair& pair, ErrorKind kind, const std::string& reason) {
+  transport::AbortCause cause = first_cause_.forward(rank_, mesh_failure(), reason);
+  write_close(pair, CloseState::kAbort, kind, cause.text, static_cast<uint64_t>(cause.origin) + 1);
 }
 
 void ShmMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) {
@@ -377,7 +382,7 @@ void ShmMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) 
   LOG_INFO("shm", message);  // the context warns once, when the failure reaches a call
   // The peer may be alive (a protocol error, a cancel it could not be told): it must stop
   // copying from buffers that go back to their callers below.
-  if (pair.open) write_close(pair, CloseState::kAbort, kind, message);
+  if (pair.open) write_abort(pair, kind, message);
   fail_pair(pair, kind, message);
   fail_mesh(kind, message);
 }
@@ -388,7 +393,7 @@ void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   // before the buffers of our pending sends go back to the callers: a peer checks the notice
   // after each copy from them. The fence orders the notices before the callers' next writes.
   for (auto& pair : pairs_) {
-    if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, message);
+    if (pair && pair->open) write_abort(*pair, kind, message);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& pair : pairs_) {
@@ -415,9 +420,10 @@ void ShmMesh::abort(const std::string& reason) {
 
 void ShmMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   // The notice is out of band: it reaches the peer even when its ring is full. Records already
-  // in the ring are read first.
+  // in the ring are read first. A mesh that failed before forwards that first cause.
+  first_cause_.note({rank_, reason}, mesh_failure());
   for (auto& pair : pairs_) {
-    if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, reason);
+    if (pair && pair->open) write_abort(*pair, kind, reason);
   }
   std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
   LOG_INFO("shm", message << "; told its peers");

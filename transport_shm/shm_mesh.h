@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gloo_lite/base/socket.h"
+#include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_shm/address.h"
 #include "transport_shm/segment.h"
@@ -158,6 +159,9 @@ class ShmMesh : public transport::MatchingMesh {
   void abort_locked(ErrorKind kind, const std::string& reason) override;
   void write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,
                    uint64_t tag = 0, uint64_t posted = 0, uint64_t sent = 0);
+  // An abort notice with the cause this mesh forwards (abort_cause.h): the first it failed
+  // with, else `reason`. Its origin + 1 travels in close_tag (an abort has no tag; 0: the writer).
+  void write_abort(Pair& pair, ErrorKind kind, const std::string& reason);
   void fail_pair(Pair& pair, ErrorKind kind, const std::string& message);
   void fail_mesh(ErrorKind kind, const std::string& message);
   void lose_pair(Pair& pair, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
@@ -180,6 +184,7 @@ class ShmMesh : public transport::MatchingMesh {
   int local_sleepers_ = 0;       // threads of this rank asleep on the doorbell
   std::chrono::steady_clock::time_point next_liveness_check_{};
   bool closed_ = false;
+  transport::FirstCause first_cause_;  // what aborts and a failed close tell the peers
 };
 
 }  // namespace gloo_lite::shm

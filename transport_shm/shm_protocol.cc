@@ -242,7 +242,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
       if (!op && mesh_failure().failed()) {
         // The send failed with this context (say, another peer died): the receiver learns
         // that cause, not a cancel that reads like a timeout.
-        write_close(pair, CloseState::kAbort, mesh_failure().kind, mesh_failure().message);
+        write_abort(pair, mesh_failure().kind, mesh_failure().message);
         fail_pair(pair, mesh_failure().kind, mesh_failure().message);
         return false;
       }
@@ -372,7 +372,15 @@ void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
       ErrorKind kind = control->close_kind == static_cast<uint32_t>(ErrorKind::kMismatch)
                            ? ErrorKind::kMismatch
                            : ErrorKind::kConnection;
-      lose_pair(pair, describe_peer(peer) + " aborted: " + reason, kind);
+      // A peer that relays another rank's cause names that rank (abort_cause.h): raised as its
+      // origin's, once, and forwarded as such.
+      transport::AbortCause cause{transport::decode_origin(control->close_tag, peer, size_),
+                                  std::move(reason)};
+      first_cause_.note(cause, mesh_failure());
+      lose_pair(
+          pair,
+          transport::describe_abort(cause, peer, [this](int rank) { return describe_peer(rank); }),
+          kind);
       return;
     }
     case CloseState::kOpen:

@@ -226,13 +226,15 @@ void TcpMesh::close_all(bool goodbye) {
   if (goodbye) {
     // A context that failed closes with its failure, not a goodbye: a peer still waiting on
     // this rank then learns the root cause (say, which rank died) instead of "closed".
-    std::string reason = mesh_failure().message;
+    // A cause that came from a peer is forwarded as that peer's (abort_cause.h).
+    const bool failed = mesh_failure().failed();
+    const transport::AbortCause cause = cause_to_forward();
     for (auto& pair : pairs_) {
       if (!pair || !pair->open_) continue;
-      if (reason.empty()) {
+      if (!failed) {
         queue_control(*pair, {wire::FrameType::kGoodbye});
       } else {
-        queue_abort(*pair, mesh_failure().kind, reason);
+        queue_abort(*pair, mesh_failure().kind, cause);
       }
     }
     // Let queued frames leave, briefly: a peer still reading gets our last messages.

@@ -380,12 +380,13 @@ void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   fail_all_operations(kind, message);
 }
 
-void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const std::string& reason) {
+void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCause& cause) {
   OutFrame frame;
-  std::string text = reason.substr(0, 4096);
+  std::string text = cause.text.substr(0, 4096);
   wire::FrameHeader header;
   header.type = wire::FrameType::kAbort;
   header.error = static_cast<uint8_t>(kind);
+  header.origin = static_cast<uint32_t>(cause.origin + 1);
   header.length = text.size();
   wire::encode_header(header, frame.header);
   frame.owned.assign(text.begin(), text.end());
@@ -412,6 +413,9 @@ void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
 }
 
 void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
+  // A context that failed before (a peer's abort, a lost connection) forwards that first cause.
+  first_cause_.note({rank_, reason}, mesh_failure());
+  const transport::AbortCause cause = first_cause_.forward(rank_, mesh_failure(), reason);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_ || pair->abort_queued_) continue;
     pair->abort_queued_ = true;
@@ -423,7 +427,7 @@ void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
       if (it->op) fail_op(it->op, kind, "rank " + std::to_string(rank_) + " aborted: " + reason);
     }
     pair->out_.erase(begun, pair->out_.end());
-    queue_abort(*pair, kind, reason);
+    queue_abort(*pair, kind, cause);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gloo_lite/base/socket.h"
+#include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_tcp/event_loop.h"
 #include "transport_tcp/wait_policy.h"
@@ -128,7 +129,7 @@ class TcpMesh : public transport::MatchingMesh {
   void on_frame_header(Pair& pair);
   void on_payload_done(Pair& pair);
   void queue_frame(Pair& pair, OutFrame frame);
-  void queue_abort(Pair& pair, ErrorKind kind, const std::string& reason);
+  void queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCause& cause);
   void queue_control(Pair& pair, const wire::FrameHeader& header);
   // Re-reads the pairs that stopped reading while the unexpected queue was full.
   void resume_held_messages() override;
@@ -202,6 +203,11 @@ class TcpMesh : public transport::MatchingMesh {
   std::chrono::steady_clock::time_point reclaim_armed_at_;  // fires kParkGrace after this
 
   bool closed_ = false;
+  // The cause this mesh tells its peers when it aborts or closes failed (abort_cause.h).
+  transport::FirstCause first_cause_;
+  transport::AbortCause cause_to_forward() const {
+    return first_cause_.forward(rank_, mesh_failure(), mesh_failure().message);
+  }
 };
 
 }  // namespace gloo_lite::tcp

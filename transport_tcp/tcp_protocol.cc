@@ -106,7 +106,7 @@ void TcpMesh::on_frame_header(Pair& pair) {
       if (!op && mesh_failure().failed()) {
         // The send failed with this context (say, a peer reported a collective mismatch):
         // the receiver learns that cause, not a cancel that reads like a timeout.
-        queue_abort(pair, mesh_failure().kind, mesh_failure().message);
+        queue_abort(pair, mesh_failure().kind, cause_to_forward());
         fail_pair(pair, mesh_failure().kind, mesh_failure().message);
         return;
       }
@@ -196,7 +196,15 @@ void TcpMesh::on_payload_done(Pair& pair) {
     // MismatchError here too. Only kinds this build knows are taken; others read as connection.
     ErrorKind kind = h.error == static_cast<uint8_t>(ErrorKind::kMismatch) ? ErrorKind::kMismatch
                                                                            : ErrorKind::kConnection;
-    lose_pair(pair, describe_peer(pair.peer_) + " aborted: " + reason, kind);
+    // A peer that relays another rank's cause names that rank: the cause is raised as its
+    // origin's, once (abort_cause.h), and forwarded as such should this rank tell others.
+    transport::AbortCause cause{transport::decode_origin(h.origin, pair.peer_, size_),
+                                std::move(reason)};
+    first_cause_.note(cause, mesh_failure());
+    lose_pair(pair,
+              transport::describe_abort(cause, pair.peer_,
+                                        [this](int rank) { return describe_peer(rank); }),
+              kind);
   }
 }
 

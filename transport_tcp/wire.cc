@@ -40,7 +40,7 @@ void encode_header(const FrameHeader& header, uint8_t out[kHeaderBytes]) {
   out[3] = 0;
   put_u32(out + 4, header.send_id);
   put_u32(out + 8, header.recv_id);
-  put_u32(out + 12, 0);
+  put_u32(out + 12, header.origin);
   put_u64(out + 16, header.tag);
   put_u64(out + 24, header.length);
   put_u64(out + 32, header.fingerprint);
@@ -53,6 +53,7 @@ bool decode_header(const uint8_t in[kHeaderBytes], FrameHeader* header) {
   header->error = in[2];
   header->send_id = get_u32(in + 4);
   header->recv_id = get_u32(in + 8);
+  header->origin = get_u32(in + 12);
   header->tag = get_u64(in + 16);
   header->length = get_u64(in + 24);
   header->fingerprint = get_u64(in + 32);

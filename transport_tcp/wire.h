@@ -39,7 +39,7 @@ enum class FrameType : uint8_t {
   kData = 4,           // recv_id, length; payload follows
   kSendCancelled = 5,  // recv_id: the sender cancelled after the receiver matched
   kMismatch = 6,       // tag, length = bytes the receiver posted, sent = bytes the sender sent
-  kAbort = 7,          // error, length of the reason text that follows
+  kAbort = 7,          // error, origin, length of the reason text that follows
   kGoodbye = 8,        // clean close of the context
 };
 constexpr uint8_t kMaxFrameType = 8;
@@ -47,9 +47,12 @@ constexpr size_t kHeaderBytes = 48;
 
 struct FrameHeader {
   FrameType type = FrameType::kEager;
-  uint8_t error = 0;         // abort: the kind of error its peers raise (transport::ErrorKind)
-  uint32_t send_id = 0;      // rendezvous: the sender's id for the message
-  uint32_t recv_id = 0;      // rendezvous: the receiver's id for the receive it matched
+  uint8_t error = 0;     // abort: the kind of error its peers raise (transport::ErrorKind)
+  uint32_t send_id = 0;  // rendezvous: the sender's id for the message
+  uint32_t recv_id = 0;  // rendezvous: the receiver's id for the receive it matched
+  // abort: the rank where the failure began, plus one; 0: the sender itself (so a rank built
+  // before this field, which sent 0 here, still reads right)
+  uint32_t origin = 0;
   uint64_t tag = 0;          // matching tag
   uint64_t length = 0;       // message bytes (payload bytes where one follows)
   uint64_t fingerprint = 0;  // the sender's call (transport.h); 0: unchecked
