@@ -15,12 +15,15 @@ void fail_collective(const FailedCall& call, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const TimeoutError& e) {
-    HangVerdict verdict = exchange_hang_reports(context, call.tag, call.sequence, call.what,
-                                                hang_report_grace(call.timeout));
+    // The budget starts now, at the deadline (kAfterTimeoutBudget).
+    const Deadline budget = Deadline::after(kAfterTimeoutBudget);
+    HangVerdict verdict = exchange_hang_reports(
+        context, call.tag, call.sequence, call.what, hang_report_grace(call.timeout),
+        Deadline::after(kAfterTimeoutBudget - kAfterTimeoutTail));
     std::string message = call.what + " timed out" + on_rank + " after " + format_ms(call.timeout) +
                           ": " + verdict.text() + details + "; " + context.describe() + " [" +
                           e.what() + "]";
-    context.fail(message, verdict.culprits());
+    context.fail(message, verdict.culprits(), /*tell_peers=*/true, budget);
     throw TimeoutError(message);
   } catch (const ConnectionError& e) {
     std::string message = where + ": " + e.what() + details;

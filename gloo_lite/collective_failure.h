@@ -17,6 +17,17 @@
 
 namespace gloo_lite {
 
+// Everything a rank does between a collective's deadline and its TimeoutError: finding the
+// ranks that never arrived (hang_report.h, store calls included), telling its peers (the abort
+// flush) and the failure report. One budget for all of it, so that a rank cut off from the
+// store and its peers alike still raises within deadline + this, whatever it cannot reach
+// (docs/reliability.md, the link cut). 500 ms: the ranks of a stuck call time out within a few
+// milliseconds of each other, so a 300 ms grace for their reports is plenty, and the rest
+// bounds the flush and the report.
+constexpr std::chrono::milliseconds kAfterTimeoutBudget{500};
+// The part of it kept for the abort flush and the failure report, after the hang reports.
+constexpr std::chrono::milliseconds kAfterTimeoutTail{150};
+
 struct FailedCall {
   Context* context;
   std::string what;       // "allreduce #57 on tag 0"

@@ -248,7 +248,8 @@ std::string Context::key_in(uint64_t generation, const std::string& name) {
   return "gloo_lite/ctx/" + std::to_string(generation) + "/" + name;
 }
 
-void Context::fail(const std::string& reason, const std::vector<int>& culprits, bool tell_peers) {
+void Context::fail(const std::string& reason, const std::vector<int>& culprits, bool tell_peers,
+                   Deadline report_by) {
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (!failure_.empty()) return;
@@ -269,7 +270,7 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,
-                           Deadline::after(std::chrono::milliseconds(250)));
+                           Deadline::after(std::chrono::milliseconds(250)).earlier(report_by));
   }
 }
 

@@ -118,9 +118,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // A failure ends this context: the first one logs one warning with the flight recorder's
   // dump, publishes a failure report naming `culprits` when options.report_failures is set, and
   // with `tell_peers` (a local cause) aborts the mesh with `reason`, so that every peer raises
-  // with this reason, naming this rank. Later calls change nothing.
+  // with this reason, naming this rank. Later calls change nothing. The report is given up at
+  // `report_by` (a timed-out call's budget, collective_failure.h) or after 250 ms.
   void fail(const std::string& reason, const std::vector<int>& culprits = {},
-            bool tell_peers = true);
+            bool tell_peers = true, Deadline report_by = Deadline::never());
   // Why the context failed, empty while it works.
   std::string failure() const;
 

@@ -63,13 +63,14 @@ std::chrono::milliseconds hang_report_grace(std::chrono::milliseconds timeout) {
 }
 
 HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t sequence,
-                                  const std::string& what, std::chrono::milliseconds grace) {
+                                  const std::string& what, std::chrono::milliseconds grace,
+                                  Deadline end) {
   HangVerdict verdict;
   Store& store = *context.store();
-  Deadline deadline = Deadline::after(grace);
-  // Store calls get their own bound: a read started just before the grace period ends must
-  // still be allowed to finish.
-  Deadline store_deadline = Deadline::after(grace + std::chrono::milliseconds(200));
+  Deadline deadline = Deadline::after(grace).earlier(end);
+  // Store calls get their own bound, `end`: a read started just before the grace period ends
+  // may still finish, within the caller's budget.
+  Deadline store_deadline = end;
   std::vector<bool> seen(context.size(), false);
   seen[context.rank()] = true;
   verdict.same_call.push_back(context.rank());

@@ -33,9 +33,11 @@ struct HangVerdict {
 std::chrono::milliseconds hang_report_grace(std::chrono::milliseconds timeout);
 
 // Writes this rank's report for (tag, sequence, what) and collects the others' until every
-// rank reported or `grace` passed.
+// rank reported or `grace` passed. No store call runs past `end` (a store this rank cannot
+// reach any more must not hold its error back): then the verdict is store_failed.
 HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t sequence,
-                                  const std::string& what, std::chrono::milliseconds grace);
+                                  const std::string& what, std::chrono::milliseconds grace,
+                                  Deadline end);
 
 // "2", "0, 1 and 3", for messages.
 std::string rank_list(const std::vector<int>& ranks);

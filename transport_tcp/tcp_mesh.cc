@@ -399,7 +399,10 @@ void TcpMesh::abort(const std::string& reason) {
   std::unique_lock<std::mutex> lock(mutex_);
   queue_abort_frames(ErrorKind::kConnection, reason);
   // Peers must read the reason before the connection closes, else they report only a reset.
-  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(200)));
+  // 100 ms: the frame is small and only a frame already partly written goes before it, so a
+  // peer that has not taken it by then is not reading (or not reachable); a timed-out call
+  // counts on this bound (kAfterTimeoutBudget, gloo_lite/collective_failure.h).
+  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(100)));
   fail_after_abort(ErrorKind::kConnection, reason);
 }
 
