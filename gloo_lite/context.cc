@@ -259,14 +259,16 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
   // One warning per cause: the transport's own messages about this abort stay below WARN.
   // The newest calls are what explains a failure; flight_record() has them all.
   LOG_WARN("context", reason << "\n" << recorder_.dump("flight recorder of " + describe(), 12));
-  if (tell_peers) mesh_->abort(reason);
   {
-    // Peers waiting in a shared segment hear nothing from the mesh: fail them there too.
+    // Peers waiting in a shared segment hear nothing from the mesh: fail them there too. Before
+    // the mesh: a peer that heard of it through the mesh first would relay it into the segments
+    // as its own (their abort record keeps the first writer's cause).
     std::lock_guard<std::mutex> lock(segments_mutex_);
     for (auto& [tag, segment] : segments_) {
       if (segment) segment->abort(rank_, transport::ErrorKind::kConnection, reason);
     }
   }
+  if (tell_peers) mesh_->abort(reason);
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,

@@ -208,8 +208,9 @@ void IbMesh::abort(const std::string& reason) {
   // The side channel carries the reason: it needs no credit and survives a stuck QP.
   control_->abort(reason);
   std::lock_guard<std::mutex> lock(mutex_);
-  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
-  LOG_WARN("ibverbs", message << "; telling its peers");
+  // A peer's cause is named as that peer's (abort_cause.h); the context warns once.
+  std::string message = abort_message(first_cause_.forward(rank_, mesh_failure(), reason));
+  LOG_INFO("ibverbs", message << "; telling its peers");
   fail_mesh(ErrorKind::kConnection, message);
 }
 
@@ -220,8 +221,8 @@ void IbMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   } else if (control_) {
     control_->abort(reason);
   }
-  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
-  LOG_WARN("ibverbs", message << "; telling its peers");
+  std::string message = abort_message(first_cause_.forward(rank_, mesh_failure(), reason));
+  LOG_INFO("ibverbs", message << "; telling its peers");
   fail_mesh(kind, message);
 }
 

@@ -425,7 +425,7 @@ void ShmMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   for (auto& pair : pairs_) {
     if (pair && pair->open) write_abort(*pair, kind, reason);
   }
-  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
+  std::string message = abort_message(first_cause_.forward(rank_, mesh_failure(), reason));
   LOG_INFO("shm", message << "; told its peers");
   fail_mesh(kind, message);
   for (auto& pair : pairs_) {

@@ -184,7 +184,6 @@ class ShmMesh : public transport::MatchingMesh {
   int local_sleepers_ = 0;       // threads of this rank asleep on the doorbell
   std::chrono::steady_clock::time_point next_liveness_check_{};
   bool closed_ = false;
-  transport::FirstCause first_cause_;  // what aborts and a failed close tell the peers
 };
 
 }  // namespace gloo_lite::shm

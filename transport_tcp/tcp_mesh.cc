@@ -397,28 +397,29 @@ void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCaus
 
 void TcpMesh::abort(const std::string& reason) {
   std::unique_lock<std::mutex> lock(mutex_);
-  queue_abort_frames(ErrorKind::kConnection, reason);
+  transport::AbortCause cause = queue_abort_frames(ErrorKind::kConnection, reason);
   // Peers must read the reason before the connection closes, else they report only a reset.
   // 100 ms: the frame is small and only a frame already partly written goes before it, so a
   // peer that has not taken it by then is not reading (or not reachable); a timed-out call
   // counts on this bound (kAfterTimeoutBudget, gloo_lite/collective_failure.h).
   flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(100)));
-  fail_after_abort(ErrorKind::kConnection, reason);
+  fail_after_abort(ErrorKind::kConnection, cause);
 }
 
 void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
-  queue_abort_frames(kind, reason);
+  transport::AbortCause cause = queue_abort_frames(kind, reason);
   // The engine holds the lock: one try to send without waiting for room.
   for (auto& pair : pairs_) {
     if (pair && pair->open_) write_pair(*pair);
   }
-  fail_after_abort(kind, reason);
+  fail_after_abort(kind, cause);
 }
 
-void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
+transport::AbortCause TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
   // A context that failed before (a peer's abort, a lost connection) forwards that first cause.
   first_cause_.note({rank_, reason}, mesh_failure());
   const transport::AbortCause cause = first_cause_.forward(rank_, mesh_failure(), reason);
+  const std::string message = abort_message(cause);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_ || pair->abort_queued_) continue;
     pair->abort_queued_ = true;
@@ -427,15 +428,16 @@ void TcpMesh::queue_abort_frames(ErrorKind kind, const std::string& reason) {
     auto begun = pair->out_.begin();
     if (begun != pair->out_.end() && begun->written > 0) ++begun;
     for (auto it = begun; it != pair->out_.end(); ++it) {
-      if (it->op) fail_op(it->op, kind, "rank " + std::to_string(rank_) + " aborted: " + reason);
+      if (it->op) fail_op(it->op, kind, message);
     }
     pair->out_.erase(begun, pair->out_.end());
     queue_abort(*pair, kind, cause);
   }
+  return cause;
 }
 
-void TcpMesh::fail_after_abort(ErrorKind kind, const std::string& reason) {
-  std::string message = "rank " + std::to_string(rank_) + " aborted: " + reason;
+void TcpMesh::fail_after_abort(ErrorKind kind, const transport::AbortCause& cause) {
+  std::string message = abort_message(cause);
   // The context logs the cause once at WARN; this is the transport's part of it.
   LOG_INFO("tcp", message << "; told its peers");
   fail_mesh(kind, message);

@@ -151,8 +151,9 @@ class TcpMesh : public transport::MatchingMesh {
   void abort_locked(ErrorKind kind, const std::string& reason) override;
   // Abort, in steps: the reason queued first on every open pair, then every pair and
   // operation failed with it.
-  void queue_abort_frames(ErrorKind kind, const std::string& reason);
-  void fail_after_abort(ErrorKind kind, const std::string& reason);
+  // Returns the cause told (abort_cause.h): the first this mesh failed with, else `reason`.
+  transport::AbortCause queue_abort_frames(ErrorKind kind, const std::string& reason);
+  void fail_after_abort(ErrorKind kind, const transport::AbortCause& cause);
   void close_all(bool goodbye);
 
   EventLoop* loop_;
@@ -204,7 +205,6 @@ class TcpMesh : public transport::MatchingMesh {
 
   bool closed_ = false;
   // The cause this mesh tells its peers when it aborts or closes failed (abort_cause.h).
-  transport::FirstCause first_cause_;
   transport::AbortCause cause_to_forward() const {
     return first_cause_.forward(rank_, mesh_failure(), mesh_failure().message);
   }

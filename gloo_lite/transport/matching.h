@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/op.h"
 #include "gloo_lite/transport/transport.h"
 
@@ -60,6 +61,18 @@ class MatchingMesh : public Mesh {
   void abort_with(ErrorKind kind, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_locked(kind, reason);
+  }
+  // The cause this mesh tells its peers (abort_cause.h): the first it failed with, as it came.
+  AbortCause abort_cause() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return first_cause_.forward(rank_, mesh_failure_, mesh_failure_.message);
+  }
+  // abort_with for a cause that came from elsewhere (another mesh of this rank): its peers
+  // raise it as `cause.origin`'s, not wrapped in this rank's words.
+  void relay_abort(ErrorKind kind, const AbortCause& cause) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first_cause_.note(cause, mesh_failure_);
+    abort_locked(kind, cause.text);
   }
   // Whether a waiter has work here right now that no thread of the transport will do: output
   // queued for a peer, a message arriving in parts, records it can read. Only a transport
@@ -141,6 +154,13 @@ class MatchingMesh : public Mesh {
 
   const int rank_;
   const int size_;
+  // What aborts and a failed close tell the peers; the transport notes the causes it fails with.
+  FirstCause first_cause_;
+  // What this rank's own operations fail with when it aborts with `cause`: the origin's words,
+  // named as the origin's (this rank only relays a peer's cause).
+  std::string abort_message(const AbortCause& cause) const {
+    return describe_abort(cause, cause.origin, [this](int r) { return describe_peer(r); });
+  }
   size_t eager_bytes_ = 0;       // larger messages, and device memory, go by rendezvous
   size_t unexpected_limit_ = 0;  // bytes of unexpected eager payloads per mesh
 

@@ -295,7 +295,8 @@ void MixedMesh::relay_failures() {
         LOG_DEBUG("context", "rank " << rank_ << ": the " << failed->transport.name
                                      << " pairs failed; failing the " << other->transport.name
                                      << " pairs with them");
-        other->engine->abort_with(failure.kind, failure.message);
+        // The cause as it came (its origin, its text), not this rank's message about it.
+        other->engine->relay_abort(failure.kind, failed->engine->abort_cause());
       } else {
         other->mesh->abort(failure.message);
       }

@@ -2,7 +2,7 @@
 # A cause that reaches a rank through another rank is raised as its origin's, once: after rank 1
 # fails locally, every other rank's error carries rank 1's own text, names rank 1, and says
 # "aborted:" at most once (never "rank 0 aborted: rank 1 aborted: ..."), on TCP and on shared
-# memory (transport and shm collectives), however the abort raced its relays
+# memory (transport and shm collectives) and on both at once (a mixed mesh), however the abort raced its relays
 # (gloo_lite/transport/abort_cause.h).
 #
 #   relay_test.sh BUILD_DIR [ROUNDS]
@@ -32,19 +32,32 @@ fail() {
   failures=$((failures + 1))
 }
 
-# run_case TRANSPORT MODE CAUSE: ROUNDS jobs of `fault_rank MODE` on TRANSPORT; rank 1's own
-# error must contain CAUSE, every other rank's too, naming rank 1, with one "aborted:" at most.
+# run_case TRANSPORT MODE CAUSE SOLE_ORIGIN: ROUNDS jobs of `fault_rank MODE` on TRANSPORT;
+# rank 1's own error must contain CAUSE, every other rank's too, naming rank 1, with one
+# "aborted:" at most, and with SOLE_ORIGIN=yes (only rank 1 fails of itself) as rank 1's.
 run_case() {
-  local transport=$1 mode=$2 cause=$3 round rank what aborts
+  local transport=$1 mode=$2 cause=$3 sole_origin=$4 round rank what aborts
   for ((round = 0; round < ROUNDS; ++round)); do
     local name="relay_${transport}_${mode// /_}_$round"
-    EXTRA_ENV=(GLOO_LITE_TRANSPORT="$transport")
     start_store "$name" || {
       fail "$name: no store"
       return
     }
-    # shellcheck disable=SC2086
-    start_ranks "$name" "0 1 2 3" "$SIZE" $mode
+    if [ "$transport" = mixed ]; then
+      # Two "hosts" (GLOO_LITE_HOST_ID): ranks 0, 1 on one, 2, 3 on the other, so each mesh is
+      # shared memory within a host and TCP between them, and a cause crosses from one
+      # transport to the other inside a rank (the mixed mesh relays it).
+      EXTRA_ENV=(GLOO_LITE_HOST_ID=relay-a)
+      # shellcheck disable=SC2086
+      start_ranks "$name" "0 1" "$SIZE" $mode
+      EXTRA_ENV=(GLOO_LITE_HOST_ID=relay-b)
+      # shellcheck disable=SC2086
+      start_ranks "$name" "2 3" "$SIZE" $mode
+    else
+      EXTRA_ENV=(GLOO_LITE_TRANSPORT="$transport")
+      # shellcheck disable=SC2086
+      start_ranks "$name" "0 1 2 3" "$SIZE" $mode
+    fi
     wait_pids 30 "${PIDS[@]}"
     [ "$HUNG" -eq 0 ] || fail "$name: $HUNG rank(s) hung"
     for ((rank = 0; rank < SIZE; ++rank)); do
@@ -62,19 +75,24 @@ run_case() {
       if ! grep -q 'rank 1\b' <<<"$what"; then
         fail "$name: rank $rank does not name rank 1: $what"
       fi
+      # Where rank 1 is the only origin, the cause is named as rank 1's, whoever relayed it.
+      if [ "$sole_origin" = yes ] && ! grep -Eq 'rank 1( \([^)]*\))? aborted:' <<<"$what"; then
+        fail "$name: rank $rank does not name rank 1 as the origin: $what"
+      fi
     done
     echo "$name: rank 2 read: $(final_field "$WORK/$name.2" what | cut -c1-300)"
     kill_started
   done
 }
 
-for transport in tcp shm; do
-  run_case "$transport" throwing-reduction "user reduction refused its input on rank 1"
-  run_case "$transport" "mismatch count" "collective mismatch"
+for transport in tcp shm mixed; do
+  run_case "$transport" throwing-reduction "user reduction refused its input on rank 1" yes
+  # Rank 1 and whichever rank receives from it both find the mismatch: two origins.
+  run_case "$transport" "mismatch count" "collective mismatch" no
 done
 
 if [ "$failures" -eq 0 ]; then
-  echo "PASS: $checked rank errors carry rank 1's cause once, on TCP and shared memory"
+  echo "PASS: $checked rank errors carry rank 1's cause once, on TCP, shared memory and both"
   exit 0
 fi
 echo "FAILED: $failures check(s)"
