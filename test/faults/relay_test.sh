@@ -17,7 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 FAULT_RANK=$BUILD/test/faults/fault_rank
 STORE_BIN=$BUILD/tools/gloo_lite_store
 WORK=$(mktemp -d)
-export FAULT_RANK STORE_BIN  # used by fault_lib.sh
+
 DEADLINE_MS=10000
 EXTRA_ENV=()
 # shellcheck source=fault_lib.sh
