@@ -63,8 +63,9 @@ MatchingMesh::MatchingMesh(int rank, int size, const char* log_subsystem)
 
 MatchingMesh::~MatchingMesh() {
   if (!unsurfaced_.empty()) {
-    LOG_WARN(log_subsystem_, unsurfaced_ << " (found after this rank's last call on the context "
-                                            "had returned; the context was closed with it)");
+    LOG_WARN(log_subsystem_, unsurfaced_
+                                 << " (it reached this rank after its last call on the "
+                                    "context had returned; the context was closed with it)");
   }
 }
 
@@ -109,9 +110,10 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   enter_call(tag, fingerprint);
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
-    unsurfaced_.clear();  // this call raises it
+    failure_raised();
   } else if (!peer_open(peer)) {
     fail_op(op, peer_failure(peer));
+    failure_raised();
   } else if (bytes <= eager_bytes_ && memory.kind() == MemoryKind::kHost) {
     send_eager(op);
   } else {
@@ -135,7 +137,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   if (mesh_failure_.failed() && mesh_failure_.kind == ErrorKind::kMismatch) {
     // After a collective mismatch nothing that waits in the queue may match a receive.
     fail_op(op, mesh_failure_);
-    unsurfaced_.clear();  // this call raises it
+    failure_raised();
     return op;
   }
   // Messages that already arrived are matched first, oldest first.
@@ -164,7 +166,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   }
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
-    unsurfaced_.clear();  // this call raises it
+    failure_raised();
     return op;
   }
   // A receive fails at once only when none of the peers it may match is left.
@@ -178,6 +180,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   }
   if (closed >= 0) {
     fail_op(op, peer_failure(closed));
+    failure_raised();
     return op;
   }
   posted_[tag].push_back(op);
@@ -266,13 +269,13 @@ bool MatchingMesh::reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint)
   LOG_INFO(log_subsystem_, text);  // the context warns when it reaches a call, else ~MatchingMesh
   if (mesh_failure_.failed()) {
     // Found while closing (or after another failure): only the warning is left to give.
-    if (unsurfaced_.empty()) unsurfaced_ = text;
+    owe_warning(text);
     return true;
   }
   // No receive is failed here: the calls of this rank learn it through the mesh's failure,
   // this one if it still waits, else the next. Until one raises it, the destructor owes a
   // warning (a rank that only closes the context does not lose the diagnosis).
-  unsurfaced_ = text;
+  owe_warning(text);
   abort_locked(ErrorKind::kMismatch, text);
   return true;
 }

@@ -210,8 +210,18 @@ class MatchingMesh : public Mesh {
   std::unordered_map<uint64_t, OpPtr> awaiting_clearance_;  // sends, by send id
   std::unordered_map<uint64_t, OpPtr> awaiting_data_;       // receives, by recv id
   Failure mesh_failure_;
-  CallHistory calls_;       // the collective calls this rank posted under, per stream
-  std::string unsurfaced_;  // a stray mismatch no call has raised yet (the destructor warns)
+  CallHistory calls_;            // the collective calls this rank posted under, per stream
+  std::string unsurfaced_;       // a mismatch no call has raised yet (the destructor warns)
+  bool failure_raised_ = false;  // a call of this rank has raised the mesh's failure
+  // A mismatch found (here, or a peer's abort) while maybe no call of this rank waits.
+  void owe_warning(const std::string& text) {
+    if (!failure_raised_ && unsurfaced_.empty()) unsurfaced_ = text;
+  }
+  // A call of this rank raises a failure now: the context warns, the destructor need not.
+  void failure_raised() {
+    failure_raised_ = true;
+    unsurfaced_.clear();
+  }
 };
 
 }  // namespace gloo_lite::transport
