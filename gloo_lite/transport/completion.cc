@@ -51,8 +51,6 @@ void MatchingMesh::fail_op(const OpPtr& op, ErrorKind kind, const std::string& m
 }
 
 void MatchingMesh::fail_operations_of_peer(int peer, ErrorKind kind, const std::string& message) {
-  // A peer's collective mismatch reaches a rank that may have no call waiting: not silently.
-  if (kind == ErrorKind::kMismatch) owe_warning(message);
   auto fail_where = [&](std::unordered_map<uint64_t, OpPtr>& ops, bool by_source) {
     for (auto it = ops.begin(); it != ops.end();) {
       if ((by_source ? it->second->source_ : it->second->peers_[0]) == peer) {

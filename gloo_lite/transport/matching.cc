@@ -107,7 +107,6 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   auto op = std::make_shared<Op>(this, Op::Kind::kSend, tag, memory, offset, bytes, fingerprint);
   op->peers_ = {peer};
   std::lock_guard<std::mutex> lock(mutex_);
-  enter_call(tag, fingerprint);
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
     failure_raised();
@@ -122,6 +121,10 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
     awaiting_clearance_[op->id_] = op;
     send_ready_to_send(*op);
   }
+  // After the message left: when this rank finds a stray message of the peer's call here and
+  // aborts, the peer still gets this rank's message ahead of the abort and finds the mismatch
+  // itself (so a peer that only closes the context can still warn of it).
+  enter_call(tag, fingerprint);
   return op;
 }
 
@@ -267,16 +270,12 @@ bool MatchingMesh::reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint)
     }
   }
   LOG_INFO(log_subsystem_, text);  // the context warns when it reaches a call, else ~MatchingMesh
-  if (mesh_failure_.failed()) {
-    // Found while closing (or after another failure): only the warning is left to give.
-    owe_warning(text);
-    return true;
-  }
   // No receive is failed here: the calls of this rank learn it through the mesh's failure,
   // this one if it still waits, else the next. Until one raises it, the destructor owes a
   // warning (a rank that only closes the context does not lose the diagnosis).
   owe_warning(text);
-  abort_locked(ErrorKind::kMismatch, text);
+  // Found while closing (or after another failure): only the warning is left to give.
+  if (!mesh_failure_.failed()) abort_locked(ErrorKind::kMismatch, text);
   return true;
 }
 

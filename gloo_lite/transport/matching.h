@@ -213,7 +213,7 @@ class MatchingMesh : public Mesh {
   CallHistory calls_;            // the collective calls this rank posted under, per stream
   std::string unsurfaced_;       // a mismatch no call has raised yet (the destructor warns)
   bool failure_raised_ = false;  // a call of this rank has raised the mesh's failure
-  // A mismatch found (here, or a peer's abort) while maybe no call of this rank waits.
+  // A mismatch this mesh found on a waiting message, which maybe no call of this rank sees.
   void owe_warning(const std::string& text) {
     if (!failure_raised_ && unsurfaced_.empty()) unsurfaced_ = text;
   }
