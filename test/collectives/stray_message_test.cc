@@ -5,13 +5,15 @@
 // it arrives, or when this rank starts its next call on the stream, and the abort tells the
 // others (gloo_lite/transport/matching_calls.h). Ranks are real processes.
 //  StrayMessage.EveryRankRaisesByTheNextCall: broadcast, then a barrier, an allreduce or another
-//    broadcast (the second call must not succeed on any rank, nor deliver the stray data), with
-//    the shared-memory collectives on (the default on one host) and off, at P = 2 and 4, eager
-//    and rendezvous sizes.
-//  StrayMessage.LegitimateEarlyMessagesStillMatch: a rank kept behind while its peers run many
-//    calls ahead on the same stream (their messages wait for it as the normal early case).
-//  StrayMessage.ClosingRankWarnsOnce: ranks that destroy the context right after the bad call
-//    each log one WARN naming the mismatch.
+//    broadcast, with the shared-memory collectives on (the default on one host) and off, at
+//    P = 2 and 4, eager and rendezvous sizes. Every rank raises MismatchError naming both roots
+//    by the broadcast or the next call; a barrier or allreduce after it never succeeds (the
+//    stray data satisfies nothing); a second broadcast, which does not wait for every rank, may
+//    return its own right result, and then the barrier after it raises.
+//  StrayMessageLegitimate.EarlyMessagesOfLaterCallsStillMatch: a rank kept behind while the
+//    root runs calls ahead on the same stream: the normal early messages still match.
+//  StrayMessageClose.EveryClosingRankWarnsOnce: ranks that only destroy the context after the
+//    bad call log one WARN naming the mismatch (none when their call raised it).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
