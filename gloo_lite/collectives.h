@@ -45,8 +45,8 @@
 // hears only from its parent) returns its own arguments' right result, and the mismatch
 // surfaces at its next call that waits for the others (a barrier, an allreduce; a second
 // broadcast may also complete first). A rank that received the other call's message and only
-// destroys the context after the bad call logs one WARN with the mismatch at close. Ranks that exchange no message under the
-// call's tag cannot see each other's disagreement; GLOO_LITE_CHECK=1
+// destroys the context after the bad call logs one WARN with the mismatch at close. Ranks that
+// exchange no message under the call's tag cannot see each other's disagreement; GLOO_LITE_CHECK=1
 // (CollectiveOptions::check) compares every pair before each call for that guarantee.
 #pragma once
 
