@@ -33,6 +33,21 @@
 // call's timeout counts from when it starts running, not from when it was queued. A timeout
 // also names the ranks that never arrived, on every rank (gloo_lite/hang_report.h).
 // Context::flight_record() shows the recent calls.
+//
+// Mismatches. Ranks that disagree on a call (collective, type, op, root, counts, algorithm) are
+// caught by default, at no extra round trip (docs/transport.md, "Calls"): every message carries
+// its call's fingerprint, and a rank that receives a message of another call -- where a
+// receive takes it, or where it waits with no receive to take it: of a call this rank has
+// already passed on that tag, or another call under the same sequence number -- fails the
+// context with MismatchError naming both calls, and every other rank raises it too. A rank
+// raises it in that call or at the latest in its next call on the context: a call that
+// finished without hearing from the odd rank (a broadcast root that only sends, a rank that
+// hears only from its parent) returns its own arguments' right result, and the mismatch
+// surfaces at its next call that waits for the others (a barrier, an allreduce; a second
+// broadcast may also complete first). A rank that received the other call's message and only
+// destroys the context after the bad call logs one WARN with the mismatch at close. Ranks that
+// exchange no message under the call's tag cannot see each other's disagreement; GLOO_LITE_CHECK=1
+// (CollectiveOptions::check) compares every pair before each call for that guarantee.
 #pragma once
 
 #include <chrono>

@@ -127,6 +127,7 @@ bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadl
     if (failed->status_ == Op::Status::kCancelled) {
       throw Error("wait: " + describe_op(*failed) + " was cancelled");
     }
+    failure_raised();  // the caller raises it now (and the context warns)
     throw_error(failed->failure_.kind, failed->failure_.message);
   }
   if (all_done) return true;

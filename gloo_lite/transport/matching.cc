@@ -61,6 +61,14 @@ void set_call_describer(const CallDescriber& describer) {
 MatchingMesh::MatchingMesh(int rank, int size, const char* log_subsystem)
     : rank_(rank), size_(size), log_subsystem_(log_subsystem) {}
 
+MatchingMesh::~MatchingMesh() {
+  if (!unsurfaced_.empty()) {
+    LOG_WARN(log_subsystem_, unsurfaced_
+                                 << " (it reached this rank after its last call on the "
+                                    "context had returned; the context was closed with it)");
+  }
+}
+
 void MatchingMesh::check_peer(const char* what, int peer) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
     throw InvalidArgument(std::string(what) + ": peer " + std::to_string(peer) +
@@ -101,8 +109,10 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   std::lock_guard<std::mutex> lock(mutex_);
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
+    failure_raised();
   } else if (!peer_open(peer)) {
     fail_op(op, peer_failure(peer));
+    failure_raised();
   } else if (bytes <= eager_bytes_ && memory.kind() == MemoryKind::kHost) {
     send_eager(op);
   } else {
@@ -111,6 +121,10 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
     awaiting_clearance_[op->id_] = op;
     send_ready_to_send(*op);
   }
+  // After the message left: when this rank finds a stray message of the peer's call here and
+  // aborts, the peer still gets this rank's message ahead of the abort and finds the mismatch
+  // itself (so a peer that only closes the context can still warn of it).
+  enter_call(tag, fingerprint);
   return op;
 }
 
@@ -122,6 +136,13 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   auto op = std::make_shared<Op>(this, Op::Kind::kRecv, tag, memory, offset, bytes, fingerprint);
   op->peers_ = peers;
   std::lock_guard<std::mutex> lock(mutex_);
+  enter_call(tag, fingerprint);
+  if (mesh_failure_.failed() && mesh_failure_.kind == ErrorKind::kMismatch) {
+    // After a collective mismatch nothing that waits in the queue may match a receive.
+    fail_op(op, mesh_failure_);
+    failure_raised();
+    return op;
+  }
   // Messages that already arrived are matched first, oldest first.
   auto queue = unexpected_.find(tag);
   if (queue != unexpected_.end()) {
@@ -148,6 +169,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   }
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
+    failure_raised();
     return op;
   }
   // A receive fails at once only when none of the peers it may match is left.
@@ -161,6 +183,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   }
   if (closed >= 0) {
     fail_op(op, peer_failure(closed));
+    failure_raised();
     return op;
   }
   posted_[tag].push_back(op);
@@ -192,22 +215,79 @@ bool MatchingMesh::same_call(int peer, const OpPtr& op, uint64_t fingerprint) {
   return false;
 }
 
-void MatchingMesh::reject_call(int peer, const OpPtr& op, uint64_t fingerprint) {
-  auto difference = call_difference.load(std::memory_order_acquire);
+std::string MatchingMesh::call_mismatch_text(int peer, uint64_t mine, uint64_t my_tag,
+                                             uint64_t theirs, uint64_t tag,
+                                             const std::string& how) const {
   std::string text = "collective mismatch: rank " + std::to_string(rank_) + " in " +
-                     describe_fingerprint(op->fingerprint_, op->tag_) +
-                     " received a message from " + describe_peer(peer) + " in " +
-                     describe_fingerprint(fingerprint, op->tag_);
-  if (difference != nullptr)
-    text += "; the calls differ in " + difference(op->fingerprint_, fingerprint);
-  text +=
-      ". Every rank must call the same collectives in the same order with the same type, op, "
-      "root, counts and algorithm (GLOO_LITE_CHECK=1 compares every pair before each call)";
+                     describe_fingerprint(mine, my_tag) + " " + how + " " + describe_peer(peer) +
+                     " in " + describe_fingerprint(theirs, tag);
+  auto difference = call_difference.load(std::memory_order_acquire);
+  if (difference != nullptr && mine != theirs && mine != kUnchecked)
+    text += "; the calls differ in " + difference(mine, theirs);
+  return text +
+         ". Every rank must call the same collectives in the same order with the same type, op, "
+         "root, counts and algorithm (GLOO_LITE_CHECK=1 compares every pair before each call)";
+}
+
+void MatchingMesh::reject_call(int peer, const OpPtr& op, uint64_t fingerprint) {
+  std::string text = call_mismatch_text(peer, op->fingerprint_, op->tag_, fingerprint, op->tag_,
+                                        "received a message from");
   fail_op(op, ErrorKind::kMismatch, text);
   LOG_INFO(log_subsystem_, text);  // the context warns once, when it reaches a call
   // Neither rank can know what the other sends next: the context is over, and every peer
   // learns why from this rank rather than waiting for its deadline.
   abort_locked(ErrorKind::kMismatch, text);
+}
+
+bool MatchingMesh::reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint) {
+  CallHistory::Verdict verdict = calls_.judge(tag, fingerprint);
+  if (verdict != CallHistory::Verdict::kPassed && verdict != CallHistory::Verdict::kOtherCall) {
+    return false;
+  }
+  uint64_t mine = calls_.fingerprint_of(tag);
+  std::string text;
+  if (verdict == CallHistory::Verdict::kOtherCall) {
+    text = call_mismatch_text(peer, mine, tag, fingerprint, tag, "received a message from");
+  } else {
+    // This rank has moved on to a later call: name the one it is in, and its own call of the
+    // message's number when it still knows it.
+    uint64_t latest = calls_.latest_tag(tag);
+    std::string now =
+        "(now in " + describe_fingerprint(calls_.fingerprint_of(latest), latest) + ")";
+    if (mine == kUnchecked) {
+      text = call_mismatch_text(peer, calls_.fingerprint_of(latest), latest, fingerprint, tag,
+                                "received a message of a call it has passed from");
+    } else if (mine == fingerprint) {
+      text = call_mismatch_text(peer, mine, tag, fingerprint, tag,
+                                now +
+                                    " received, after that call had returned, a message of "
+                                    "it that the call never took, from");
+    } else {
+      text = call_mismatch_text(peer, mine, tag, fingerprint, tag,
+                                now +
+                                    " received, after that call had returned, a message "
+                                    "that none of its calls will receive, from");
+    }
+  }
+  LOG_INFO(log_subsystem_, text);  // the context warns when it reaches a call, else ~MatchingMesh
+  // No receive is failed here: the calls of this rank learn it through the mesh's failure,
+  // this one if it still waits, else the next. Until one raises it, the destructor owes a
+  // warning (a rank that only closes the context does not lose the diagnosis).
+  owe_warning(text);
+  // Found while closing (or after another failure): only the warning is left to give.
+  if (!mesh_failure_.failed()) abort_locked(ErrorKind::kMismatch, text);
+  return true;
+}
+
+void MatchingMesh::reject_stray_messages(uint64_t tag) {
+  if (mesh_failure_.failed()) return;
+  for (const auto& [queued_tag, messages] : unexpected_) {
+    if (tags::stream_of(queued_tag) != tags::stream_of(tag)) continue;
+    for (const auto& message : messages) {
+      // The mesh is aborted at the first; the queue stays as it is (nothing matches it now).
+      if (reject_if_stray(message->peer, queued_tag, message->fingerprint)) return;
+    }
+  }
 }
 
 void MatchingMesh::on_ready_to_send(int peer, uint64_t tag, uint64_t length, uint64_t send_id,
@@ -283,6 +363,11 @@ void MatchingMesh::queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> me
       }
       break;
     }
+  }
+  // No receive of this tag is posted: this rank may have finished the call, or passed it.
+  if (reject_if_stray(message->peer, tag, message->fingerprint)) {
+    if (!message->rendezvous) unexpected_bytes_ -= message->length;
+    return;
   }
   unexpected_[tag].push_back(std::move(message));
 }

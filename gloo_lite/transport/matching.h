@@ -7,7 +7,11 @@
 //  - the call check: a message matched by a receive of another call (their fingerprints
 //    differ, transport.h) fails that receive and aborts the mesh, wherever it matched; so does
 //    a message that waits under a tag for which a receive of another call is posted (a tag is
-//    one call, whichever peer the message came from);
+//    one call, whichever peer the message came from); and a message that waits with no
+//    receive of its tag posted but belongs to a call this rank has passed, or carries another
+//    fingerprint than this rank's call of that number (matching_calls.h): judged when it
+//    arrives and again when this rank starts its next call on the stream, so that no message
+//    of another call is silently left in the queue;
 //  - the rendezvous bookkeeping: sends awaiting clear-to-send and receives awaiting their data,
 //    by id;
 //  - completion, failure and cancel of requests, and the end-of-wait rule (first failure,
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "gloo_lite/transport/abort_cause.h"
+#include "gloo_lite/transport/matching_calls.h"
 #include "gloo_lite/transport/op.h"
 #include "gloo_lite/transport/transport.h"
 
@@ -37,6 +42,9 @@ class MatchingMesh : public Mesh {
  public:
   // `log_subsystem` names the transport in warnings ("tcp", "ibverbs").
   MatchingMesh(int rank, int size, const char* log_subsystem);
+  // Warns with a mismatch that was found after this rank's last call returned and that no
+  // call has raised since (the context is being destroyed with it): it is not lost silently.
+  ~MatchingMesh() override;
 
   int rank() const final { return rank_; }
   int size() const final { return size_; }
@@ -199,6 +207,19 @@ class MatchingMesh : public Mesh {
   void clear_to_send(int peer, const OpPtr& op, uint64_t send_id);
   // Fails op and aborts the mesh: `peer` sent a message of the call `fingerprint` into it.
   void reject_call(int peer, const OpPtr& op, uint64_t fingerprint);
+  // "collective mismatch: rank 1 in <mine> <how> <peer> in <theirs>; the calls differ in ...".
+  std::string call_mismatch_text(int peer, uint64_t mine, uint64_t my_tag, uint64_t theirs,
+                                 uint64_t tag, const std::string& how) const;
+  // A message of `peer` under `tag` that no receive took, judged against this rank's calls on
+  // the stream (calls_): when no call of this rank can take it (CallHistory's kPassed and
+  // kOtherCall), the mesh is aborted with a MismatchError naming both calls, and true.
+  bool reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint);
+  // This rank starts a call under `tag`: judges every message waiting on the stream.
+  void reject_stray_messages(uint64_t tag);
+  // A post under `tag` of the call `fingerprint` (send or receive): notes the call.
+  void enter_call(uint64_t tag, uint64_t fingerprint) {
+    if (calls_.enter(tag, fingerprint) && !unexpected_.empty()) reject_stray_messages(tag);
+  }
 
   const char* log_subsystem_;
   std::vector<bool> served_;  // by rank; empty: every peer (before connect)
@@ -209,6 +230,18 @@ class MatchingMesh : public Mesh {
   std::unordered_map<uint64_t, OpPtr> awaiting_clearance_;  // sends, by send id
   std::unordered_map<uint64_t, OpPtr> awaiting_data_;       // receives, by recv id
   Failure mesh_failure_;
+  CallHistory calls_;            // the collective calls this rank posted under, per stream
+  std::string unsurfaced_;       // a mismatch no call has raised yet (the destructor warns)
+  bool failure_raised_ = false;  // a call of this rank has raised the mesh's failure
+  // A mismatch this mesh found on a waiting message, which maybe no call of this rank sees.
+  void owe_warning(const std::string& text) {
+    if (!failure_raised_ && unsurfaced_.empty()) unsurfaced_ = text;
+  }
+  // A call of this rank raises a failure now: the context warns, the destructor need not.
+  void failure_raised() {
+    failure_raised_ = true;
+    unsurfaced_.clear();
+  }
 };
 
 }  // namespace gloo_lite::transport

@@ -137,19 +137,21 @@ TEST(CallMismatch, UncheckedMatchesAnyCall) {
     auto& mesh = context.mesh();
     const uint64_t fingerprints[][2] = {
         {kSenderCall, 0}, {0, kReceiverCall}, {kSenderCall, kSenderCall}};
+    // A tag is one call (transport.h): each case has its own, in increasing order as a stream's
+    // calls are (a waiting message is judged against the receiver's call of its tag).
+    uint64_t tag = kTag;
     for (size_t bytes : {size_t{100}, size_t{1} << 20}) {
       for (size_t i = 0; i < 3; ++i) {
         uint64_t salt = bytes + i;
+        ++tag;
         if (context.rank() == 0) {
           std::vector<uint8_t> data = make_pattern(0, 1, bytes, salt);
           auto memory = mesh.register_memory(data.data(), data.size());
-          mesh.wait({mesh.send(1, kTag, *memory, 0, bytes, fingerprints[i][0])},
-                    context.deadline());
+          mesh.wait({mesh.send(1, tag, *memory, 0, bytes, fingerprints[i][0])}, context.deadline());
         } else {
           std::vector<uint8_t> data(bytes, 0);
           auto memory = mesh.register_memory(data.data(), data.size());
-          mesh.wait({mesh.recv(0, kTag, *memory, 0, bytes, fingerprints[i][1])},
-                    context.deadline());
+          mesh.wait({mesh.recv(0, tag, *memory, 0, bytes, fingerprints[i][1])}, context.deadline());
           EXPECT_EQ(first_mismatch(data, 0, 1, salt), -1) << bytes << " bytes, case " << i;
         }
       }

@@ -1,0 +1,290 @@
+// A message that no receive takes: in a broadcast where rank 1 believes it is the root and the
+// others root 0 (GLOO_LITE_CHECK off), rank 1's messages may reach ranks that have already
+// finished the broadcast (and at P = 2 both "roots" only send). Such a message must not wait
+// unnoticed: the rank it reaches fails the context with MismatchError naming both calls when
+// it arrives, or when this rank starts its next call on the stream, and the abort tells the
+// others (gloo_lite/transport/matching_calls.h). Ranks are real processes.
+//  StrayMessage.EveryRankRaisesByTheNextCall: broadcast, then a barrier, an allreduce or another
+//    broadcast, with the shared-memory collectives on (the default on one host) and off, at
+//    P = 2 and 4, eager and rendezvous sizes. Every rank raises MismatchError naming both roots
+//    by the broadcast or the next call; a barrier or allreduce after it never succeeds (the
+//    stray data satisfies nothing); a second broadcast, which does not wait for every rank, may
+//    return its own right result, and then the barrier after it raises.
+//  StrayMessageLegitimate.EarlyMessagesOfLaterCallsStillMatch: a rank kept behind while the
+//    root runs calls ahead on the same stream: the normal early messages still match.
+//  StrayMessageClose.EveryClosingRankWarnsOnce: ranks that only destroy the context after the
+//    bad call log one WARN naming the mismatch (none when their call raised it).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/collectives.h"
+#include "rendezvous/stores.h"
+#include "test/collectives/process_sync.h"
+#include "test/transport/harness.h"
+
+namespace gloo_lite::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kTimeout = 20s;
+constexpr auto kPrompt = 5s;  // the abort reaches peers in milliseconds; slack for a busy host
+
+// Sets an environment variable for the ranks forked in this scope (each context reads its
+// knobs at connect), and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = ::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+struct Variant {
+  int ranks;
+  const char* next;  // the call after the broadcast: barrier, allreduce, broadcast
+  size_t count;      // of the broadcast: eager or rendezvous
+  bool shm;          // shared-memory collectives allowed (the default on one host)
+  std::string name() const {
+    return "P" + std::to_string(ranks) + "_then_" + next + "_n" + std::to_string(count) +
+           (shm ? "_shm_default" : "_shm_off");
+  }
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
+
+std::vector<Variant> variants() {
+  std::vector<Variant> all;
+  for (bool shm : {false, true}) {
+    for (int ranks : {2, 4}) {
+      for (const char* next : {"barrier", "allreduce", "broadcast"}) {
+        for (size_t count : {size_t{16}, size_t{100000}}) all.push_back({ranks, next, count, shm});
+      }
+    }
+  }
+  return all;
+}
+
+enum Outcome : int { kReturned, kMismatch, kOtherError };
+
+struct Board {
+  std::atomic<int> first[4];   // the broadcast's outcome per rank
+  std::atomic<int> second[4];  // the next call's (kReturned also when not reached)
+};
+
+// Rank 1 believes it is the root; the others root 0. Then the next call on the same stream.
+void rank_body(const Variant& v, Context& context, Board& board) {
+  const int rank = context.rank();
+  const int root = rank == 1 ? 1 : 0;
+  std::string who = "rank " + std::to_string(rank) + ": ";
+  CollectiveOptions options;
+  options.check = false;
+  options.timeout = kTimeout;
+  std::vector<int32_t> data(v.count, rank == root ? 100 + root : -1);
+  auto start = std::chrono::steady_clock::now();
+  std::string message;
+  auto attempt = [&](auto&& call) {
+    try {
+      call();
+      return kReturned;
+    } catch (const MismatchError& error) {
+      message = error.what();
+      return kMismatch;
+    } catch (const std::exception& error) {
+      message = error.what();
+      return kOtherError;
+    }
+  };
+  Outcome first =
+      attempt([&] { broadcast(context, data.data(), v.count, DataType::kInt32, root, options); });
+  Outcome second = kReturned;
+  std::vector<int32_t> sums(4, rank + 1);
+  std::vector<int32_t> next_data(v.count, rank == 0 ? 7 : -2);
+  if (first == kReturned) {
+    // Each broadcast rank returns only what its own arguments promise.
+    for (int32_t value : data) {
+      if (value != 100 + root) {
+        ADD_FAILURE() << who << "broadcast returned success with a wrong value " << value;
+        break;
+      }
+    }
+    second = attempt([&] {
+      if (std::strcmp(v.next, "barrier") == 0) {
+        barrier(context, options);
+      } else if (std::strcmp(v.next, "allreduce") == 0) {
+        allreduce(context, sums.data(), sums.data(), sums.size(), DataType::kInt32, ReduceOp::kSum,
+                  options);
+      } else {
+        broadcast(context, next_data.data(), v.count, DataType::kInt32, 0, options);
+      }
+    });
+    // A broadcast does not wait for every rank: a root that only sends, or a rank that hears
+    // only from the root, may finish (with its own right result) before the stray message or
+    // the abort reaches it, and then learns it at its next call that waits for every rank.
+    bool partial = std::strcmp(v.next, "broadcast") == 0;
+    if (second == kReturned && partial) {
+      for (int32_t value : next_data) {
+        if (value != 7) {
+          ADD_FAILURE() << who << "the second broadcast returned a wrong value " << value;
+          break;
+        }
+      }
+      second = attempt([&] { barrier(context, options); });
+    } else if (second == kReturned) {
+      // The stray data must not have satisfied anything.
+      ADD_FAILURE() << who << v.next << " after the mismatched broadcast returned success";
+    }
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  board.first[rank].store(first);
+  board.second[rank].store(second);
+  EXPECT_LT(elapsed, kPrompt)
+      << who << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+      << " ms: " << message;
+  Outcome last = first == kReturned ? second : first;
+  EXPECT_EQ(last, kMismatch) << who << "expected MismatchError by the broadcast or the " << v.next
+                             << ", got: " << message;
+  if (last != kMismatch) return;
+  EXPECT_NE(message.find("collective mismatch"), std::string::npos) << who << message;
+  EXPECT_NE(message.find("root 0"), std::string::npos) << who << "names no root 0: " << message;
+  EXPECT_NE(message.find("root 1"), std::string::npos) << who << "names no root 1: " << message;
+}
+
+class StrayMessage : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(StrayMessage, EveryRankRaisesByTheNextCall) {
+  const Variant& v = GetParam();
+  ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", v.shm ? nullptr : "0");
+  SharedMapping<Board> board;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      v.ranks, [&](Context& context) { rank_body(v, context, *board); }, 120s, options);
+  expect_all_ok(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, StrayMessage, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.name();
+                         });
+
+// The normal case the check must leave alone: messages of calls this rank has not reached.
+// Rank 0 sleeps before each of its first calls while rank 1 (a broadcast root) runs ahead;
+// every call succeeds with the right data on every rank.
+TEST(StrayMessageLegitimate, EarlyMessagesOfLaterCallsStillMatch) {
+  for (const char* shm_value : {"0", static_cast<const char*>(nullptr)}) {
+    ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", shm_value);
+    auto results = run_context_processes(3, [&](Context& context) {
+      CollectiveOptions options;
+      options.check = false;
+      options.timeout = kTimeout;
+      for (int call = 0; call < 20; ++call) {
+        if (context.rank() == 0 && call < 5) std::this_thread::sleep_for(20ms);
+        std::vector<int32_t> data(call % 2 ? 100000 : 8, context.rank() == 1 ? call : -1);
+        broadcast(context, data.data(), data.size(), DataType::kInt32, 1, options);
+        for (int32_t value : data) ASSERT_EQ(value, call) << "call " << call;
+        int32_t sum = context.rank();
+        if (call % 5 == 4) {
+          allreduce(context, &sum, &sum, 1, DataType::kInt32, ReduceOp::kSum, options);
+          ASSERT_EQ(sum, 3);
+        }
+      }
+      barrier(context, options);
+    });
+    expect_all_ok(results);
+  }
+}
+
+// Ranks that only destroy the context after the bad call: each logs one WARN with the mismatch.
+TEST(StrayMessageClose, EveryClosingRankWarnsOnce) {
+  ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", "0");
+  TempDir directory;
+  TempDir logs;
+  auto results = run_processes(
+      2,
+      [&](int rank) {
+        auto store = make_file_store(directory.path());
+        ContextOptions options;
+        options.timeout = 30s;
+        auto context = Context::create(store, rank, 2, loopback_device(), options);
+        CollectiveOptions call;
+        call.check = false;
+        call.timeout = kTimeout;
+        std::vector<int32_t> data(16, 5);
+        // Both ranks are "the root": both only send. Rank 0 finishes before rank 1 starts, so
+        // it returns and must warn at close; rank 1 may read rank 0's message in its call
+        // (then it raises, and the context warns instead) or return and warn at close too.
+        bool raised = false;
+        if (rank == 1) store_barrier(*context, "rank 0 returned");
+        try {
+          broadcast(*context, data.data(), data.size(), DataType::kInt32, rank, call);
+        } catch (const MismatchError&) {
+          raised = true;
+        }
+        if (rank == 0) {
+          EXPECT_FALSE(raised) << "rank 0 heard from nobody yet";
+          store_barrier(*context, "rank 0 returned");
+        }
+        store_barrier(*context, "sent");  // through the store: the messages have left
+        std::this_thread::sleep_for(100ms);
+        std::string path = logs.path() + "/rank" + std::to_string(rank);
+        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        int saved = ::dup(2);
+        ::dup2(fd, 2);
+        context.reset();
+        ::dup2(saved, 2);
+        ::close(saved);
+        ::close(fd);
+        std::ifstream in(path);
+        std::string line;
+        int warnings = 0;
+        std::string all;
+        while (std::getline(in, line)) {
+          all += line + "\n";
+          if (line.find("WARN") != std::string::npos &&
+              line.find("collective mismatch") != std::string::npos) {
+            ++warnings;
+            EXPECT_NE(line.find("root 0"), std::string::npos) << line;
+            EXPECT_NE(line.find("root 1"), std::string::npos) << line;
+          }
+        }
+        EXPECT_EQ(warnings, raised ? 0 : 1)
+            << "rank " << rank << (raised ? " (raised in the call)" : " (returned)")
+            << " logged at close:\n"
+            << all;
+      },
+      60s);
+  expect_all_ok(results);
+}
+
+}  // namespace
+}  // namespace gloo_lite::test
