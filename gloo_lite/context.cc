@@ -219,9 +219,10 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
     segment = HostSegment::attach(*this, call, chunk_bytes, group);
   } catch (const SegmentUnavailable& e) {
     std::string text = "shared-memory collectives on tag " + std::to_string(tag) + " of " +
-                       describe() + " are not available (" + e.what() +
+                       describe() + (group.empty() ? "" : " (group " + group + ")") +
+                       " are not available (" + e.what() +
                        "); using the message algorithms instead";
-    if (rank_ == 0) {
+    if (call.rank == 0) {  // the group's first rank: one warning per segment
       LOG_WARN("coll", text);
     } else {
       LOG_INFO("coll", text);

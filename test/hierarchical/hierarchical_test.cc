@@ -4,9 +4,11 @@
 // chooses. Every collective it offers, forced and under auto, at 1 element, odd counts and more
 // than one segment chunk, float32 sum, int32 max and float64 avg, roots 0, a non-leader and the
 // last rank, on 4 hosts x 2 ranks and on uneven hosts (3+2+2+1), against the independent
-// reference of test/collectives/reference.h. Also: where auto takes it, where it is refused,
-// and that a mismatched or dead rank fails every rank.
+// reference of test/collectives/reference.h; also on a host whose segment cannot be made. And:
+// where auto takes it, where it is refused, and that a mismatched or dead rank fails every rank.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -182,6 +184,20 @@ TEST(Hierarchical, InterleavedHostsRootedAndAllreduce) {
     EXPECT_THROW(chosen_algorithm(context, "allgather", 10, DataType::kFloat32, ReduceOp::kSum, 0,
                                   "hierarchical"),
                  InvalidArgument);
+  }));
+}
+
+// Host b's segment cannot be made (its creator, rank 2, may not write files over 16 KiB): its
+// ranks run their phases with the message algorithms over the two of them (on a SubsetMesh),
+// the other hosts in their segments, and every result is still right.
+TEST(Hierarchical, HostWithoutSegmentRunsItsPhasesWithMessages) {
+  expect_all_ok(run_hosts(kFourByTwo, [](Context& context) {
+    if (context.rank() == 2) {
+      signal(SIGXFSZ, SIG_IGN);
+      rlimit limit{16384, 16384};
+      ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    }
+    check_all(context, "hierarchical", true);
   }));
 }
 
