@@ -201,6 +201,32 @@ TEST(Hierarchical, HostWithoutSegmentRunsItsPhasesWithMessages) {
   }));
 }
 
+// Two streams at once (a non-blocking call on tag 1 beside blocking ones on tag 0): each stream
+// has its own segment per host, and neither disturbs the other.
+TEST(Hierarchical, TwoStreamsAtOnce) {
+  expect_all_ok(run_hosts(kFourByTwo, [](Context& context) {
+    CollectiveOptions on_tag_1;
+    on_tag_1.tag = 1;
+    on_tag_1.algorithm = "hierarchical";
+    CollectiveOptions on_tag_0;
+    on_tag_0.algorithm = "hierarchical";
+    const float me = static_cast<float>(context.rank());
+    for (int round = 0; round < 3; ++round) {
+      std::vector<float> a(300001, me), b(70001, 2 * me);
+      Work work = iallreduce(context, b.data(), b.data(), b.size(), DataType::kFloat32,
+                             ReduceOp::kSum, on_tag_1);
+      allreduce(context, a.data(), a.data(), a.size(), DataType::kFloat32, ReduceOp::kSum,
+                on_tag_0);
+      broadcast(context, a.data(), 1000, DataType::kFloat32, 5, on_tag_0);
+      work.wait();
+      EXPECT_EQ(a[0], 28.0f);       // 0 + 1 + ... + 7
+      EXPECT_EQ(a[300000], 28.0f);  // past the broadcast's part
+      EXPECT_EQ(b[0], 56.0f);
+      EXPECT_EQ(b[70000], 56.0f);
+    }
+  }));
+}
+
 TEST(Hierarchical, AutoTakesItForLargeVectorsAcrossHosts) {
   expect_all_ok(run_hosts(kFourByTwo, [](Context& context) {
     for (const char* collective : {"allreduce", "broadcast", "reduce"}) {
