@@ -251,6 +251,37 @@ std::pair<size_t, size_t> host_range(const Call& call, const Layout& layout, int
   return {first, total};
 }
 
+// The lanes of a call of `count` elements: K = the fewest ranks of any host; local rank i < K of
+// every host carries slice i (elements [count*i/K, count*(i+1)/K)) in lane i, whose ranks are
+// local rank i of each host. Ranks beyond K on a host have an empty slice.
+struct Lanes {
+  Lanes(const Call& call, const Layout& layout)
+      : count(static_cast<int>(layout.narrowest)), lane(layout.local) {
+    auto begin = [&](int i) { return call.count * static_cast<size_t>(i) / count; };
+    slices.assign(layout.mine().size(), 0);
+    for (int i = 0; i < count; ++i) slices[i] = begin(i + 1) - begin(i);
+    first = begin(std::min(lane, count));
+    mine = in_lane() ? slices[lane] : 0;
+    slice = call.output + call.bytes(first);
+    memory = call.mesh->register_memory(slice, call.bytes(mine));
+  }
+  bool in_lane() const { return lane < count; }
+  // This rank's lane as a mesh: its index there is its host's.
+  SubsetMesh mesh(const Call& call, const Layout& layout) const {
+    std::vector<int> ranks;
+    for (const auto& host : layout.hosts) ranks.push_back(host[lane]);
+    return SubsetMesh(*call.mesh, std::move(ranks), layout.host);
+  }
+
+  int count;
+  int lane;
+  std::vector<size_t> slices;  // per local rank
+  size_t first = 0;            // this rank's slice, in elements
+  size_t mine = 0;
+  uint8_t* slice = nullptr;
+  std::unique_ptr<transport::Memory> memory;  // the slice, registered
+};
+
 // allreduce in K lanes, K the fewest ranks of any host: the host's ranks reduce_scatter the
 // vector in their segment into K slices, local rank i < K getting the host's sum of slice i;
 // local rank i of every host allreduces slice i with the others over the network (the K lanes
@@ -259,52 +290,68 @@ std::pair<size_t, size_t> host_range(const Call& call, const Layout& layout, int
 void run_allreduce(const Call& call) {
   Phases phases(call, 0);
   const Layout& layout = phases.layout();
-  const int lanes = static_cast<int>(layout.narrowest);
-  const int lane = layout.local;  // a lane of its own when below `lanes`
-  auto slice_begin = [&](int i) { return call.count * static_cast<size_t>(i) / lanes; };
-  std::vector<size_t> slices(phases.local_size(), 0);
-  for (int i = 0; i < lanes; ++i) slices[i] = slice_begin(i + 1) - slice_begin(i);
-  const size_t first = slice_begin(std::min(lane, lanes));
-  const size_t mine = lane < lanes ? slices[lane] : 0;
-  uint8_t* slice = call.output + call.bytes(first);
-  std::unique_ptr<transport::Memory> slice_memory =
-      call.mesh->register_memory(slice, call.bytes(mine));
+  Lanes lanes(call, layout);
   const bool local = phases.local_size() > 1;
   if (local) {
     Call reduce_scatter = phases.on_host(Collective::kReduceScatter, 0);
-    set_blocks(reduce_scatter, slices);
-    set_buffers(reduce_scatter, call.input, call.input_memory, slice, slice_memory.get());
+    set_blocks(reduce_scatter, lanes.slices);
+    set_buffers(reduce_scatter, call.input, call.input_memory, lanes.slice, lanes.memory.get());
     phases.run_on_host(reduce_scatter);
   } else {
     copy_own_block(call, call.input, call.output, call.count);
   }
-  if (lane < lanes) {
-    std::vector<int> ranks;
-    for (const auto& host : layout.hosts) ranks.push_back(host[lane]);
-    SubsetMesh mesh(*call.mesh, std::move(ranks), layout.host);
+  if (lanes.in_lane()) {
+    SubsetMesh mesh = lanes.mesh(call, layout);
     Call allreduce = phases.on(mesh, Collective::kAllreduce, 0);
-    allreduce.count = mine;
-    set_buffers(allreduce, slice, slice_memory.get(), slice, slice_memory.get());
+    allreduce.count = lanes.mine;
+    set_buffers(allreduce, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
     phases.run_on_leaders(allreduce);
   }
   if (local) {
     Call allgather = phases.on_host(Collective::kAllgather, 0);
-    set_blocks(allgather, std::move(slices));
+    set_blocks(allgather, lanes.slices);
     set_buffers(allgather, call.output, call.output_memory, call.output, call.output_memory);
     phases.run_on_host(allgather);
   }
 }
 
-// broadcast: the root to the other hosts' leaders, then every leader to its host.
+bool broadcast_in_lanes(const Call& call, const Layout& layout, const CostModel& model);
+
+// broadcast, by leaders: the root to the other hosts' leaders, then every leader to its host.
+// In lanes (for large vectors, where the model says so): the root to its host's ranks, lane i
+// broadcasts slice i from the root's host to the other hosts, whose ranks allgather the slices.
 void run_broadcast(const Call& call) {
   Phases phases(call, call.root);
+  const Layout& layout = phases.layout();
+  const int root_host = place_of(layout, call.root).first;
+  const bool local = phases.local_size() > 1;
+  if (broadcast_in_lanes(call, layout, CostModel::get())) {
+    Lanes lanes(call, layout);
+    if (local && layout.host == root_host) {
+      Call broadcast = phases.on_host(Collective::kBroadcast, phases.local_leader());
+      broadcast.count = call.count;
+      phases.run_on_host(broadcast);
+    }
+    if (lanes.in_lane()) {
+      SubsetMesh mesh = lanes.mesh(call, layout);
+      Call broadcast = phases.on(mesh, Collective::kBroadcast, root_host);
+      broadcast.count = lanes.mine;
+      set_buffers(broadcast, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
+      phases.run_on_leaders(broadcast);
+    }
+    if (local && layout.host != root_host) {
+      Call allgather = phases.on_host(Collective::kAllgather, 0);
+      set_blocks(allgather, lanes.slices);
+      phases.run_on_host(allgather);
+    }
+    return;
+  }
   if (phases.leader()) {
-    Call broadcast =
-        phases.on_leaders(Collective::kBroadcast, place_of(phases.layout(), call.root).first);
+    Call broadcast = phases.on_leaders(Collective::kBroadcast, root_host);
     broadcast.count = call.count;
     phases.run_on_leaders(broadcast);
   }
-  if (phases.local_size() > 1) {
+  if (local) {
     Call broadcast = phases.on_host(Collective::kBroadcast, phases.local_leader());
     broadcast.count = call.count;
     phases.run_on_host(broadcast);
@@ -463,43 +510,84 @@ Call shape(const Call& call, Collective collective, int size, size_t count) {
   return phase;
 }
 
-double cost(const Call& call, const CostModel& model) {
-  if (call.context == nullptr) return std::numeric_limits<double>::infinity();
-  Layout layout = layout_of(*call.context, call.rank);
-  const int local = static_cast<int>(layout.widest);
-  const int hosts = static_cast<int>(layout.hosts.size());
-  const size_t n = call.total_bytes() / call.element;  // elements of the whole vector
-  auto on_host = [&](Collective collective, size_t count) {
-    return shm_cost(shape(call, collective, local, count), model);
-  };
-  auto on_leaders = [&](Collective collective, size_t count, bool blocks) {
-    Call phase = shape(call, collective, hosts, blocks ? 0 : count);
-    if (blocks) {
-      std::vector<size_t> runs;
-      for (int h = 0; h < hosts; ++h) runs.push_back(host_range(call, layout, h).second);
-      set_blocks(phase, std::move(runs));
-    }
+// The cost of the phases of `call`: segment phases on the widest host, network phases at the
+// estimate of the cheapest message algorithm for one rank per host.
+class PhaseCosts {
+ public:
+  PhaseCosts(const Call& call, const Layout& layout, const CostModel& model)
+      : call_(call), layout_(layout), model_(model) {}
+
+  double on_host(Collective collective, size_t count) const {
+    return shm_cost(shape(call_, collective, static_cast<int>(layout_.widest), count), model_);
+  }
+  double on_network(Collective collective, size_t count) const {
+    return best(shape(call_, collective, hosts(), count));
+  }
+  // A network phase of one run of blocks per host (allgather, reduce_scatter).
+  double on_network_runs(Collective collective) const {
+    Call phase = shape(call_, collective, hosts(), 0);
+    std::vector<size_t> runs;
+    for (int h = 0; h < hosts(); ++h) runs.push_back(host_range(call_, layout_, h).second);
+    set_blocks(phase, std::move(runs));
+    return best(phase);
+  }
+  size_t elements() const { return call_.total_bytes() / call_.element; }
+  size_t lanes() const { return layout_.narrowest; }
+
+  double broadcast_by_leaders() const {
+    return on_network(Collective::kBroadcast, elements()) +
+           on_host(Collective::kBroadcast, elements());
+  }
+  double broadcast_in_lanes() const {
+    if (lanes() < 2) return std::numeric_limits<double>::infinity();
+    return on_host(Collective::kBroadcast, elements()) +
+           on_network(Collective::kBroadcast, elements() / lanes()) +
+           on_host(Collective::kAllgather, elements());
+  }
+
+ private:
+  int hosts() const { return static_cast<int>(layout_.hosts.size()); }
+  static double best(const Call& phase) {
     double estimated = 0;
     message_algorithm(phase, &estimated);
     return estimated;
-  };
+  }
+
+  const Call& call_;
+  const Layout& layout_;
+  const CostModel& model_;
+};
+
+bool broadcast_in_lanes(const Call& call, const Layout& layout, const CostModel& model) {
+  PhaseCosts costs(call, layout, model);
+  return costs.broadcast_in_lanes() < costs.broadcast_by_leaders();
+}
+
+double cost(const Call& call, const CostModel& model) {
+  if (call.context == nullptr) return std::numeric_limits<double>::infinity();
+  Layout layout = layout_of(*call.context, call.rank);
+  PhaseCosts costs(call, layout, model);
+  const size_t n = costs.elements();
+  const size_t own_host = n * layout.widest / call.size;  // about one host's share
   switch (call.collective) {
     case Collective::kAllreduce:
-      return on_host(Collective::kReduceScatter, n) +
-             on_leaders(Collective::kAllreduce, n / layout.narrowest, false) +
-             on_host(Collective::kAllgather, n);
+      return costs.on_host(Collective::kReduceScatter, n) +
+             costs.on_network(Collective::kAllreduce, n / costs.lanes()) +
+             costs.on_host(Collective::kAllgather, n);
     case Collective::kBroadcast:
-      return on_leaders(Collective::kBroadcast, n, false) + on_host(Collective::kBroadcast, n);
+      return std::min(costs.broadcast_by_leaders(), costs.broadcast_in_lanes());
     case Collective::kReduce:
-      return on_host(Collective::kReduce, n) + on_leaders(Collective::kReduce, n, false);
+      return costs.on_host(Collective::kReduce, n) + costs.on_network(Collective::kReduce, n);
     case Collective::kAllgather:
-      return on_host(Collective::kAllgather, n * local / call.size) +
-             on_leaders(Collective::kAllgather, n, true) + on_host(Collective::kBroadcast, n);
+      return costs.on_host(Collective::kAllgather, own_host) +
+             costs.on_network_runs(Collective::kAllgather) +
+             costs.on_host(Collective::kBroadcast, n);
     case Collective::kReduceScatter:
-      return on_host(Collective::kReduce, n) + on_leaders(Collective::kReduceScatter, n, true) +
-             on_host(Collective::kBroadcast, n * local / call.size);
+      return costs.on_host(Collective::kReduce, n) +
+             costs.on_network_runs(Collective::kReduceScatter) +
+             costs.on_host(Collective::kBroadcast, own_host);
     default:
-      return 2 * on_host(Collective::kBarrier, 0) + on_leaders(Collective::kBarrier, 0, false);
+      return 2 * costs.on_host(Collective::kBarrier, 0) + costs.on_network(Collective::kBarrier, 0);
   }
 }
 
