@@ -204,7 +204,8 @@ bool Context::on_one_host() const {
                      [&](const std::string& host) { return host == hosts_.front(); });
 }
 
-HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes) {
+HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
+                                   const std::string& group) {
   const uint16_t tag = tags::stream_of(call.tag);
   {
     std::lock_guard<std::mutex> lock(segments_mutex_);
@@ -215,12 +216,13 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes) {
   // an agreed verdict falls back; a peer that never comes fails the call like any other.
   std::unique_ptr<HostSegment> segment;
   try {
-    segment = HostSegment::attach(*this, call, chunk_bytes);
+    segment = HostSegment::attach(*this, call, chunk_bytes, group);
   } catch (const SegmentUnavailable& e) {
     std::string text = "shared-memory collectives on tag " + std::to_string(tag) + " of " +
-                       describe() + " are not available (" + e.what() +
+                       describe() + (group.empty() ? "" : " (group " + group + ")") +
+                       " are not available (" + e.what() +
                        "); using the message algorithms instead";
-    if (rank_ == 0) {
+    if (call.rank == 0) {  // the group's first rank: one warning per segment
       LOG_WARN("coll", text);
     } else {
       LOG_INFO("coll", text);

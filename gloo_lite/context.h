@@ -74,11 +74,20 @@ class Context : public std::enable_shared_from_this<Context> {
   // GLOO_LITE_SHM_COLLECTIVES=0 nor GLOO_LITE_TRANSPORT forcing a network transport (which asks
   // for the network between every pair), as the knobs read when this context connected.
   bool shm_collectives_allowed() const { return shm_knobs_allow_ && on_one_host(); }
+  // The knobs' part of it alone: what the hierarchical collectives, whose context spans hosts,
+  // ask before running phases in per-host segments.
+  bool shm_knobs_allow() const { return shm_knobs_allow_; }
+  // The host identity of every rank, as exchanged at connect (the same on every rank); empty
+  // for a single-rank context.
+  const std::vector<std::string>& hosts() const { return hosts_; }
   // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
   // created at its first use, which is a collective call (every rank comes, in stream order).
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
   // all of them fall back to the message algorithms together). The context owns it.
-  HostSegment* host_segment(const algo::Call& call, size_t chunk_bytes);
+  // `group` names a subset of the ranks (those of `call`, whose rank and size are within the
+  // group: the hierarchical collectives' per-host phases); "" is the whole context.
+  HostSegment* host_segment(const algo::Call& call, size_t chunk_bytes,
+                            const std::string& group = "");
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
   // A collective on tag 0 (an allgather of (color, key)), with the same rules as every other

@@ -135,13 +135,14 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int siz
 }
 
 std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
-                                                 size_t chunk_bytes) {
+                                                 size_t chunk_bytes, const std::string& group) {
   const uint16_t stream = tags::stream_of(call.tag);
   const Deadline& deadline = call.deadline;
-  const int rank = context.rank();
-  const int size = context.size();
+  const int rank = call.rank;
+  const int size = call.size;
   Store& store = *context.store();
-  const std::string base = context.store_key("shm/" + std::to_string(stream) + "/");
+  const std::string base =
+      context.store_key("shm/" + std::to_string(stream) + "/" + (group.empty() ? "" : group + "/"));
   const std::string what =
       "shared-memory collectives of " + context.describe() + " on tag " + std::to_string(stream);
   size_t bytes = data_offset(size) + 2 * size_t(size) * chunk_bytes;

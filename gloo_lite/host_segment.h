@@ -45,9 +45,11 @@ class HostSegment {
   // publishes it in the store, the others map it, and every rank learns whether all of them
   // succeeded. Throws SegmentUnavailable (the same verdict on every rank) when one could not;
   // TimeoutError when a rank does not come; ConnectionError when the context fails meanwhile.
-  // Runs as part of `call` (the stream's first shm call): its tag, deadline and mesh.
+  // Runs as part of `call` (the stream's first shm call): its tag, deadline and mesh. The
+  // segment's ranks are the call's (call.rank of call.size); a non-empty `group` names that
+  // subset of the context's ranks in the store keys (hierarchical.cc: the ranks of one host).
   static std::unique_ptr<HostSegment> attach(Context& context, const algo::Call& call,
-                                             size_t chunk_bytes);
+                                             size_t chunk_bytes, const std::string& group = "");
   // Marks this rank closed: peers that still wait for it fail instead of hanging.
   ~HostSegment();
   HostSegment(const HostSegment&) = delete;

@@ -28,9 +28,9 @@ double estimate(const Algorithm& algorithm, const Call& call, const CostModel& m
 const std::vector<Algorithm>& all_algorithms() {
   static const std::vector<Algorithm> table = [] {
     std::vector<Algorithm> all;
-    for (auto family :
-         {ring_algorithms, halving_doubling_algorithms, tree_algorithms, direct_algorithms,
-          bruck_algorithms, pairwise_algorithms, dissemination_algorithms, shm_algorithms}) {
+    for (auto family : {ring_algorithms, halving_doubling_algorithms, tree_algorithms,
+                        direct_algorithms, bruck_algorithms, pairwise_algorithms,
+                        dissemination_algorithms, shm_algorithms, hierarchical_algorithms}) {
       for (const Algorithm& algorithm : family()) all.push_back(algorithm);
     }
     return all;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/shm.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/host_segment.h"
@@ -320,6 +321,30 @@ double cost(const Call& call, const CostModel& model) {
 double messages(const Call&) { return 0; }
 
 }  // namespace
+
+size_t shm_chunk_bytes() { return chunk_bytes(); }
+
+void run_shm_steps(const Call& call, HostSegment& segment) {
+  switch (call.collective) {
+    case Collective::kAllreduce:
+      return run_allreduce(call, segment);
+    case Collective::kReduce:
+      return run_reduce(call, segment);
+    case Collective::kBroadcast:
+      return run_broadcast(call, segment);
+    case Collective::kReduceScatter:
+      return run_reduce_scatter(call, segment);
+    case Collective::kAllgather:
+      return run_allgather(call, segment);
+    case Collective::kBarrier:
+      return run_barrier(call, segment);
+    default:
+      throw InvalidArgument(std::string(collective_name(call.collective)) +
+                            " has no shared-memory steps");
+  }
+}
+
+double shm_cost(const Call& call, const CostModel& model) { return cost(call, model); }
 
 std::vector<Algorithm> shm_algorithms() {
   return {

@@ -1,0 +1,610 @@
+// Hierarchical collectives ("hierarchical"): for a context whose ranks span several hosts with
+// several ranks on some of them. Each call runs in phases on groups of its ranks: the ranks of
+// one host in their host's shared segment (the shm steps of shm.cc on a segment over that group,
+// HostSegment::attach with a group), and one leader per host over the network with the cheapest
+// message algorithm for that group (ring, halving_doubling, tree, ... unchanged: they run on a
+// SubsetMesh, a view of the context's mesh restricted to the leaders). docs/algorithms.md
+// ("hierarchical") has the phases, the cost and when auto picks it.
+//
+// Every phase is a part of the same call: the same tag, fingerprint and deadline, so a rank that
+// runs another algorithm, a dead rank or a timeout fails the phase where it is found, through the
+// segment's and the transport's own checks, and the collective layer fails the context with it.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/patterns.h"
+#include "gloo_lite/algorithms/shm.h"
+#include "gloo_lite/algorithms/subset_mesh.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/host_segment.h"
+
+namespace gloo_lite::algo {
+namespace {
+
+constexpr const char* kName = "hierarchical";
+
+// The hosts of a context as every rank sees them (from the host identities exchanged at
+// connect): hosts in order of their lowest rank, each host's ranks ascending.
+struct Layout {
+  std::vector<std::vector<int>> hosts;
+  int host = 0;          // this rank's host
+  int local = 0;         // this rank's index among its host's ranks
+  size_t widest = 0;     // the most ranks on one host
+  size_t narrowest = 0;  // the fewest
+  // Every host's ranks are consecutive: a host's blocks of allgather and reduce_scatter are
+  // then one contiguous run, which the message algorithms among the leaders need.
+  bool contiguous = true;
+
+  const std::vector<int>& mine() const { return hosts[host]; }
+};
+
+Layout layout_of(const Context& context, int rank) {
+  Layout layout;
+  std::map<std::string, int> index;
+  const std::vector<std::string>& names = context.hosts();
+  for (int r = 0; r < static_cast<int>(names.size()); ++r) {
+    auto [found, added] = index.emplace(names[r], static_cast<int>(layout.hosts.size()));
+    if (added) layout.hosts.emplace_back();
+    std::vector<int>& ranks = layout.hosts[found->second];
+    if (!ranks.empty() && ranks.back() != r - 1) layout.contiguous = false;
+    if (r == rank) {
+      layout.host = found->second;
+      layout.local = static_cast<int>(ranks.size());
+    }
+    ranks.push_back(r);
+  }
+  layout.narrowest = layout.hosts.empty() ? 0 : layout.hosts.front().size();
+  for (const auto& ranks : layout.hosts) {
+    layout.widest = std::max(layout.widest, ranks.size());
+    layout.narrowest = std::min(layout.narrowest, ranks.size());
+  }
+  return layout;
+}
+
+// The host index of `rank` and its index there.
+std::pair<int, int> place_of(const Layout& layout, int rank) {
+  for (int h = 0; h < static_cast<int>(layout.hosts.size()); ++h) {
+    const auto& ranks = layout.hosts[h];
+    auto at = std::find(ranks.begin(), ranks.end(), rank);
+    if (at != ranks.end()) return {h, static_cast<int>(at - ranks.begin())};
+  }
+  return {0, 0};
+}
+
+bool supports(const Call& call) {
+  // Only a context knows the hosts: a call's shape alone is never hierarchical.
+  if (call.context == nullptr || !call.context->shm_knobs_allow()) return false;
+  if (static_cast<int>(call.context->hosts().size()) != call.size) return false;
+  Layout layout = layout_of(*call.context, call.rank);
+  if (layout.hosts.size() < 2 || layout.widest < 2) return false;
+  // A segment's reduce_scatter step gives each rank chunk/L bytes: at least one element.
+  if (shm_chunk_bytes() / layout.widest < call.element) return false;
+  bool blocks =
+      call.collective == Collective::kAllgather || call.collective == Collective::kReduceScatter;
+  return !blocks || layout.contiguous;
+}
+
+// The cheapest message algorithm for a phase (never shm or hierarchical, which need hosts).
+const Algorithm& message_algorithm(const Call& phase, double* estimated = nullptr) {
+  const Algorithm* best = nullptr;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != phase.collective || std::strcmp(algorithm.name, "shm") == 0 ||
+        std::strcmp(algorithm.name, kName) == 0 || !algorithm.supports(phase)) {
+      continue;
+    }
+    double cost = estimate(algorithm, phase, CostModel::get());
+    if (cost < best_cost * (1 - 1e-9)) {
+      best_cost = cost;
+      best = &algorithm;
+    }
+  }
+  if (best == nullptr) {
+    throw InvalidArgument(std::string(collective_name(phase.collective)) +
+                          ": no message algorithm for the hierarchical phase of " +
+                          std::to_string(phase.size) + " ranks");
+  }
+  if (estimated) *estimated = best_cost;
+  return *best;
+}
+
+// Buffers of one call's phases: grown, never shrunk, reused by the next call of this thread (a
+// stream runs its calls one after another on one thread).
+struct Buffers {
+  std::vector<uint8_t> sum;   // a leader's partial reduction of the whole vector
+  std::vector<uint8_t> part;  // one host's part of reduce_scatter's result
+};
+uint8_t* grown(std::vector<uint8_t>& buffer, size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+Buffers& buffers() {
+  thread_local Buffers pool;
+  return pool;
+}
+
+// One call's groups: its host's ranks and the leaders (one rank per host: the root on the
+// root's host for broadcast and reduce, elsewhere the host's lowest rank).
+class Phases {
+ public:
+  Phases(const Call& call, int root)
+      : call_(call),
+        layout_(layout_of(*call.context, call.rank)),
+        local_(*call.mesh, layout_.mine(), layout_.local),
+        leaders_(*call.mesh, leaders_for(root), layout_.host) {}
+
+  const Layout& layout() const { return layout_; }
+  int local_size() const { return local_.size(); }
+  int hosts() const { return leaders_.size(); }
+  bool leader() const { return leaders_.parent_rank(layout_.host) == call_.rank; }
+  // This host's leader's index among its ranks.
+  int local_leader() const {
+    const auto& ranks = layout_.mine();
+    return static_cast<int>(
+        std::find(ranks.begin(), ranks.end(), leaders_.parent_rank(layout_.host)) - ranks.begin());
+  }
+
+  // The call as a phase on one of the groups: collective, root, counts and buffers are the
+  // phase's; tag, fingerprint, deadline, type and op the call's.
+  Call on_host(Collective collective, int root) const { return phase(local_, collective, root); }
+  Call on_leaders(Collective collective, int root) const {
+    return phase(leaders_, collective, root);
+  }
+  // ... on another group, `mesh` (which must outlive the phase).
+  Call on(const SubsetMesh& mesh, Collective collective, int root) const {
+    return phase(mesh, collective, root);
+  }
+
+  // Runs a phase of the host's ranks in their segment (created at the stream's first use), or,
+  // where it cannot be created (every rank of the host got the same verdict), with a message
+  // algorithm among them.
+  void run_on_host(const Call& phase) const {
+    std::string group = "host" + std::to_string(layout_.mine().front());
+    HostSegment* segment = call_.context->host_segment(phase, shm_chunk_bytes(), group);
+    if (segment == nullptr) {
+      message_algorithm(phase).run(phase);
+      return;
+    }
+    segment->begin(phase);
+    try {
+      run_shm_steps(phase, *segment);
+    } catch (const MismatchError& e) {
+      // Found by the transport: the host's ranks that wait in the segment must raise it too.
+      segment->abort(call_.rank, transport::ErrorKind::kMismatch, e.what());
+      segment->end();
+      throw;
+    } catch (const TimeoutError& e) {
+      segment->end();
+      throw TimeoutError(e.what() + in_segment());
+    } catch (const ConnectionError& e) {
+      segment->end();
+      throw ConnectionError(e.what() + in_segment());
+    } catch (...) {
+      segment->end();
+      throw;
+    }
+    segment->end();
+  }
+  void run_on_leaders(const Call& phase) const { message_algorithm(phase).run(phase); }
+
+  // The segment numbers the host's ranks from 0: what its messages mean in context ranks.
+  std::string in_segment() const {
+    std::string text = " (the hierarchical phase on this host's segment, whose ranks 0..";
+    text += std::to_string(layout_.mine().size() - 1) + " are context ranks";
+    for (int r : layout_.mine()) text += " " + std::to_string(r);
+    return text + ")";
+  }
+
+ private:
+  std::vector<int> leaders_for(int root) const {
+    std::vector<int> leaders;
+    auto [root_host, unused] = place_of(layout_, root);
+    (void)unused;
+    for (int h = 0; h < static_cast<int>(layout_.hosts.size()); ++h) {
+      leaders.push_back(h == root_host ? root : layout_.hosts[h].front());
+    }
+    return leaders;
+  }
+  Call phase(const SubsetMesh& mesh, Collective collective, int root) const {
+    Call phase = call_;
+    phase.mesh = const_cast<SubsetMesh*>(&mesh);  // a view: its requests are the parent's
+    phase.rank = mesh.rank();
+    phase.size = mesh.size();
+    phase.collective = collective;
+    phase.root = root;
+    phase.blocks.clear();
+    phase.offsets.clear();
+    phase.recv_blocks.clear();
+    phase.recv_offsets.clear();
+    return phase;
+  }
+
+  const Call& call_;
+  Layout layout_;
+  SubsetMesh local_;
+  SubsetMesh leaders_;
+};
+
+void set_buffers(Call& phase, const uint8_t* input, transport::Memory* input_memory,
+                 uint8_t* output, transport::Memory* output_memory) {
+  phase.input = input;
+  phase.input_memory = input_memory;
+  phase.output = output;
+  phase.output_memory = output_memory;
+}
+
+void set_blocks(Call& phase, std::vector<size_t> blocks) {
+  phase.offsets.assign(blocks.size(), 0);
+  for (size_t i = 1; i < blocks.size(); ++i)
+    phase.offsets[i] = phase.offsets[i - 1] + blocks[i - 1];
+  phase.blocks = std::move(blocks);
+}
+
+// Host h's elements in the layout of call.blocks (contiguous hosts): its first offset, its total.
+std::pair<size_t, size_t> host_range(const Call& call, const Layout& layout, int h) {
+  size_t first = call.offsets[layout.hosts[h].front()], total = 0;
+  for (int r : layout.hosts[h]) total += call.blocks[r];
+  return {first, total};
+}
+
+// The lanes of a call of `count` elements: K = the fewest ranks of any host; local rank i < K of
+// every host carries slice i (elements [count*i/K, count*(i+1)/K)) in lane i, whose ranks are
+// local rank i of each host. Ranks beyond K on a host have an empty slice.
+struct Lanes {
+  Lanes(const Call& call, const Layout& layout)
+      : count(static_cast<int>(layout.narrowest)), lane(layout.local) {
+    auto begin = [&](int i) { return call.count * static_cast<size_t>(i) / count; };
+    slices.assign(layout.mine().size(), 0);
+    for (int i = 0; i < count; ++i) slices[i] = begin(i + 1) - begin(i);
+    first = begin(std::min(lane, count));
+    mine = in_lane() ? slices[lane] : 0;
+    slice = call.output + call.bytes(first);
+    memory = call.mesh->register_memory(slice, call.bytes(mine));
+  }
+  bool in_lane() const { return lane < count; }
+  // This rank's lane as a mesh: its index there is its host's.
+  SubsetMesh mesh(const Call& call, const Layout& layout) const {
+    std::vector<int> ranks;
+    for (const auto& host : layout.hosts) ranks.push_back(host[lane]);
+    return SubsetMesh(*call.mesh, std::move(ranks), layout.host);
+  }
+
+  int count;
+  int lane;
+  std::vector<size_t> slices;  // per local rank
+  size_t first = 0;            // this rank's slice, in elements
+  size_t mine = 0;
+  uint8_t* slice = nullptr;
+  std::unique_ptr<transport::Memory> memory;  // the slice, registered
+};
+
+// allreduce in K lanes, K the fewest ranks of any host: the host's ranks reduce_scatter the
+// vector in their segment into K slices, local rank i < K getting the host's sum of slice i;
+// local rank i of every host allreduces slice i with the others over the network (the K lanes
+// at once, each with 1/K of the bytes); the host's ranks allgather the slices. With K = 1 that
+// is a reduce to the leader, an allreduce among the leaders and a broadcast.
+void run_allreduce(const Call& call) {
+  Phases phases(call, 0);
+  const Layout& layout = phases.layout();
+  Lanes lanes(call, layout);
+  const bool local = phases.local_size() > 1;
+  if (local) {
+    Call reduce_scatter = phases.on_host(Collective::kReduceScatter, 0);
+    set_blocks(reduce_scatter, lanes.slices);
+    set_buffers(reduce_scatter, call.input, call.input_memory, lanes.slice, lanes.memory.get());
+    phases.run_on_host(reduce_scatter);
+  } else {
+    copy_own_block(call, call.input, call.output, call.count);
+  }
+  if (lanes.in_lane()) {
+    SubsetMesh mesh = lanes.mesh(call, layout);
+    Call allreduce = phases.on(mesh, Collective::kAllreduce, 0);
+    allreduce.count = lanes.mine;
+    set_buffers(allreduce, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
+    phases.run_on_leaders(allreduce);
+  }
+  if (local) {
+    Call allgather = phases.on_host(Collective::kAllgather, 0);
+    set_blocks(allgather, lanes.slices);
+    set_buffers(allgather, call.output, call.output_memory, call.output, call.output_memory);
+    phases.run_on_host(allgather);
+  }
+}
+
+bool broadcast_in_lanes(const Call& call, const Layout& layout, const CostModel& model);
+
+// broadcast, by leaders: the root to the other hosts' leaders, then every leader to its host.
+// In lanes (for large vectors, where the model says so): the root to its host's ranks, lane i
+// broadcasts slice i from the root's host to the other hosts, whose ranks allgather the slices.
+void run_broadcast(const Call& call) {
+  Phases phases(call, call.root);
+  const Layout& layout = phases.layout();
+  const int root_host = place_of(layout, call.root).first;
+  const bool local = phases.local_size() > 1;
+  if (broadcast_in_lanes(call, layout, CostModel::get())) {
+    Lanes lanes(call, layout);
+    if (local && layout.host == root_host) {
+      Call broadcast = phases.on_host(Collective::kBroadcast, phases.local_leader());
+      broadcast.count = call.count;
+      phases.run_on_host(broadcast);
+    }
+    if (lanes.in_lane()) {
+      SubsetMesh mesh = lanes.mesh(call, layout);
+      Call broadcast = phases.on(mesh, Collective::kBroadcast, root_host);
+      broadcast.count = lanes.mine;
+      set_buffers(broadcast, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
+      phases.run_on_leaders(broadcast);
+    }
+    if (local && layout.host != root_host) {
+      Call allgather = phases.on_host(Collective::kAllgather, 0);
+      set_blocks(allgather, lanes.slices);
+      phases.run_on_host(allgather);
+    }
+    return;
+  }
+  if (phases.leader()) {
+    Call broadcast = phases.on_leaders(Collective::kBroadcast, root_host);
+    broadcast.count = call.count;
+    phases.run_on_leaders(broadcast);
+  }
+  if (local) {
+    Call broadcast = phases.on_host(Collective::kBroadcast, phases.local_leader());
+    broadcast.count = call.count;
+    phases.run_on_host(broadcast);
+  }
+}
+
+// reduce: every host's sum at its leader (the root on the root's host), then the leaders'
+// reduce to the root.
+void run_reduce(const Call& call) {
+  Phases phases(call, call.root);
+  const bool root = call.rank == call.root;
+  const bool local = phases.local_size() > 1;
+  // A leader's host sum: in the output at the root, in a buffer of its own at another leader of
+  // a host of several ranks, the input itself at a leader alone on its host.
+  const uint8_t* sum = root ? call.output : call.input;
+  transport::Memory* sum_region = root ? call.output_memory : call.input_memory;
+  std::unique_ptr<transport::Memory> sum_memory;
+  if (local && phases.leader() && !root) {
+    uint8_t* data = grown(buffers().sum, call.bytes(call.count));
+    sum_memory = call.mesh->register_memory(data, call.bytes(call.count));
+    sum = data;
+    sum_region = sum_memory.get();
+  }
+  if (local) {
+    Call reduce = phases.on_host(Collective::kReduce, phases.local_leader());
+    reduce.count = call.count;
+    if (phases.leader()) {
+      set_buffers(reduce, call.input, call.input_memory, const_cast<uint8_t*>(sum), sum_region);
+    }
+    phases.run_on_host(reduce);
+  } else if (root) {
+    copy_own_block(call, call.input, call.output, call.count);
+  }
+  if (phases.leader() && phases.hosts() > 1) {
+    Call reduce =
+        phases.on_leaders(Collective::kReduce, place_of(phases.layout(), call.root).first);
+    reduce.count = call.count;
+    if (root) {
+      set_buffers(reduce, call.output, call.output_memory, call.output, call.output_memory);
+    } else {
+      // As the API hands a reduce to a rank other than the root: no output.
+      set_buffers(reduce, sum, sum_region, nullptr, call.output_memory);
+    }
+    phases.run_on_leaders(reduce);
+  }
+}
+
+// allgather (in place: every rank's block is already in the output): the host's blocks to each
+// of its ranks, the hosts' runs of blocks among the leaders, the whole result to each host.
+void run_allgather(const Call& call) {
+  Phases phases(call, 0);
+  const Layout& layout = phases.layout();
+  const bool local = phases.local_size() > 1;
+  if (local) {
+    Call allgather = phases.on_host(Collective::kAllgather, 0);
+    for (int r : layout.mine()) {
+      allgather.blocks.push_back(call.blocks[r]);
+      allgather.offsets.push_back(call.offsets[r]);
+    }
+    // (Offsets stay the call's: the host's blocks are one run of the output, which is what the
+    // message algorithms take too, should the host have no segment.)
+    phases.run_on_host(allgather);
+  }
+  if (phases.leader()) {
+    Call allgather = phases.on_leaders(Collective::kAllgather, 0);
+    std::vector<size_t> blocks;
+    for (int h = 0; h < phases.hosts(); ++h) blocks.push_back(host_range(call, layout, h).second);
+    set_blocks(allgather, std::move(blocks));
+    phases.run_on_leaders(allgather);
+  }
+  if (local) {
+    Call broadcast = phases.on_host(Collective::kBroadcast, 0);
+    broadcast.count = call.offsets.back() + call.blocks.back();
+    phases.run_on_host(broadcast);
+  }
+}
+
+// reduce_scatter: the host's sum of the whole input at its leader, the leaders' reduce_scatter
+// of runs of blocks (one per host), the host's run to each of its ranks, which keeps its block.
+void run_reduce_scatter(const Call& call) {
+  Phases phases(call, 0);
+  const Layout& layout = phases.layout();
+  const bool local = phases.local_size() > 1;
+  const size_t total = call.offsets.back() + call.blocks.back();
+  auto [first, part] = host_range(call, layout, layout.host);
+  Buffers& pool = buffers();
+  // The leader's sum of the host's inputs (the input itself on a host of one rank).
+  const uint8_t* sum = call.input;
+  std::unique_ptr<transport::Memory> sum_memory;
+  transport::Memory* sum_region = call.input_memory;
+  if (local && phases.leader()) {
+    uint8_t* data = grown(pool.sum, call.bytes(total));
+    sum_memory = call.mesh->register_memory(data, call.bytes(total));
+    sum = data;
+    sum_region = sum_memory.get();
+  }
+  // The host's run of the result (the output itself on a host of one rank).
+  uint8_t* run = local ? grown(pool.part, call.bytes(part)) : call.output;
+  std::unique_ptr<transport::Memory> run_memory;
+  transport::Memory* run_region = call.output_memory;
+  if (local) {
+    run_memory = call.mesh->register_memory(run, call.bytes(part));
+    run_region = run_memory.get();
+  }
+  if (local) {
+    Call reduce = phases.on_host(Collective::kReduce, 0);
+    reduce.count = total;
+    std::unique_ptr<transport::Memory> none;
+    if (!phases.leader()) none = call.mesh->register_memory(nullptr, 0);
+    set_buffers(reduce, call.input, call.input_memory,
+                phases.leader() ? const_cast<uint8_t*>(sum) : nullptr,
+                phases.leader() ? sum_region : none.get());
+    phases.run_on_host(reduce);
+  }
+  if (phases.leader()) {
+    Call reduce_scatter = phases.on_leaders(Collective::kReduceScatter, 0);
+    std::vector<size_t> blocks;
+    for (int h = 0; h < phases.hosts(); ++h) blocks.push_back(host_range(call, layout, h).second);
+    set_blocks(reduce_scatter, std::move(blocks));
+    set_buffers(reduce_scatter, sum, sum_region, run, run_region);
+    phases.run_on_leaders(reduce_scatter);
+  }
+  if (local) {
+    Call broadcast = phases.on_host(Collective::kBroadcast, 0);
+    broadcast.count = part;
+    set_buffers(broadcast, run, run_region, run, run_region);
+    phases.run_on_host(broadcast);
+    size_t own = call.offsets[call.rank] - first;
+    if (call.blocks[call.rank] > 0) {
+      std::memcpy(call.output, run + call.bytes(own), call.bytes(call.blocks[call.rank]));
+    }
+  }
+}
+
+// barrier: the host's ranks meet, the leaders meet, the leaders release their hosts.
+void run_barrier(const Call& call) {
+  Phases phases(call, 0);
+  const bool local = phases.local_size() > 1;
+  if (local) phases.run_on_host(phases.on_host(Collective::kBarrier, 0));
+  if (phases.leader()) phases.run_on_leaders(phases.on_leaders(Collective::kBarrier, 0));
+  if (local) phases.run_on_host(phases.on_host(Collective::kBarrier, 0));
+}
+
+// --- cost: the phases one after another, the widest host's segment phases at shm's cost and
+// the leaders' phase at the estimate of the message algorithm it runs ---
+
+Call shape(const Call& call, Collective collective, int size, size_t count) {
+  Call phase;
+  phase.size = size;
+  phase.collective = collective;
+  phase.type = call.type;
+  phase.element = call.element;
+  phase.op = call.op;
+  phase.count = count;
+  phase.ranks_per_core = call.ranks_per_core;
+  return phase;
+}
+
+// The cost of the phases of `call`: segment phases on the widest host, network phases at the
+// estimate of the cheapest message algorithm for one rank per host.
+class PhaseCosts {
+ public:
+  PhaseCosts(const Call& call, const Layout& layout, const CostModel& model)
+      : call_(call), layout_(layout), model_(model) {}
+
+  double on_host(Collective collective, size_t count) const {
+    return shm_cost(shape(call_, collective, static_cast<int>(layout_.widest), count), model_);
+  }
+  double on_network(Collective collective, size_t count) const {
+    return best(shape(call_, collective, hosts(), count));
+  }
+  // A network phase of one run of blocks per host (allgather, reduce_scatter).
+  double on_network_runs(Collective collective) const {
+    Call phase = shape(call_, collective, hosts(), 0);
+    std::vector<size_t> runs;
+    for (int h = 0; h < hosts(); ++h) runs.push_back(host_range(call_, layout_, h).second);
+    set_blocks(phase, std::move(runs));
+    return best(phase);
+  }
+  size_t elements() const { return call_.total_bytes() / call_.element; }
+  size_t lanes() const { return layout_.narrowest; }
+
+  double broadcast_by_leaders() const {
+    return on_network(Collective::kBroadcast, elements()) +
+           on_host(Collective::kBroadcast, elements());
+  }
+  double broadcast_in_lanes() const {
+    if (lanes() < 2) return std::numeric_limits<double>::infinity();
+    return on_host(Collective::kBroadcast, elements()) +
+           on_network(Collective::kBroadcast, elements() / lanes()) +
+           on_host(Collective::kAllgather, elements());
+  }
+
+ private:
+  int hosts() const { return static_cast<int>(layout_.hosts.size()); }
+  static double best(const Call& phase) {
+    double estimated = 0;
+    message_algorithm(phase, &estimated);
+    return estimated;
+  }
+
+  const Call& call_;
+  const Layout& layout_;
+  const CostModel& model_;
+};
+
+bool broadcast_in_lanes(const Call& call, const Layout& layout, const CostModel& model) {
+  PhaseCosts costs(call, layout, model);
+  return costs.broadcast_in_lanes() < costs.broadcast_by_leaders();
+}
+
+double cost(const Call& call, const CostModel& model) {
+  if (call.context == nullptr) return std::numeric_limits<double>::infinity();
+  Layout layout = layout_of(*call.context, call.rank);
+  PhaseCosts costs(call, layout, model);
+  const size_t n = costs.elements();
+  const size_t own_host = n * layout.widest / call.size;  // about one host's share
+  switch (call.collective) {
+    case Collective::kAllreduce:
+      return costs.on_host(Collective::kReduceScatter, n) +
+             costs.on_network(Collective::kAllreduce, n / costs.lanes()) +
+             costs.on_host(Collective::kAllgather, n);
+    case Collective::kBroadcast:
+      return std::min(costs.broadcast_by_leaders(), costs.broadcast_in_lanes());
+    case Collective::kReduce:
+      return costs.on_host(Collective::kReduce, n) + costs.on_network(Collective::kReduce, n);
+    case Collective::kAllgather:
+      return costs.on_host(Collective::kAllgather, own_host) +
+             costs.on_network_runs(Collective::kAllgather) +
+             costs.on_host(Collective::kBroadcast, n);
+    case Collective::kReduceScatter:
+      return costs.on_host(Collective::kReduce, n) +
+             costs.on_network_runs(Collective::kReduceScatter) +
+             costs.on_host(Collective::kBroadcast, own_host);
+    default:
+      return 2 * costs.on_host(Collective::kBarrier, 0) + costs.on_network(Collective::kBarrier, 0);
+  }
+}
+
+// The leaders' messages are in the leaders' phase estimate (its host term included).
+double messages(const Call&) { return 0; }
+
+}  // namespace
+
+std::vector<Algorithm> hierarchical_algorithms() {
+  return {
+      {kName, Collective::kAllreduce, supports, cost, messages, run_allreduce},
+      {kName, Collective::kBroadcast, supports, cost, messages, run_broadcast},
+      {kName, Collective::kReduce, supports, cost, messages, run_reduce},
+      {kName, Collective::kAllgather, supports, cost, messages, run_allgather},
+      {kName, Collective::kReduceScatter, supports, cost, messages, run_reduce_scatter},
+      {kName, Collective::kBarrier, supports, cost, messages, run_barrier},
+  };
+}
+
+}  // namespace gloo_lite::algo
