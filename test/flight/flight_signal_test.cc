@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,8 @@ using std::chrono::seconds;
 const milliseconds kBound = seconds(20);
 constexpr int kLateAt = 3;  // allreduces before the one the late rank holds up
 constexpr int kCalls = 6;
+// What starts each dump block on a rank's stderr.
+constexpr const char* kHeading = "[flight] WARN SIGUSR1 (GLOO_LITE_FLIGHT_SIGNAL)";
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -50,7 +53,7 @@ std::vector<Block> dumps_of(const std::string& err, int rank) {
   std::vector<Block> blocks;
   bool inside = false;
   for (const auto& line : rank_lines(err, rank)) {
-    if (contains(line, "[flight] WARN SIGUSR1 (GLOO_LITE_FLIGHT_SIGNAL): flight recorder of")) {
+    if (contains(line, std::string(kHeading) + ": flight recorder of")) {
       blocks.push_back({line, {}});
       inside = true;
     } else if (inside && line.compare(0, 3, "  #") == 0) {
@@ -70,35 +73,59 @@ int count_with(const std::vector<std::string>& lines, const std::string& part) {
 
 pid_t pid_in(const std::string& path) { return std::atoi(read_file(path).c_str()); }
 
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 // A job of `ranks` flight_rank processes whose last rank holds up allreduce kLateAt until the
-// test lets it go.
+// test lets it go. The launcher's stderr goes to DIR/err, which the test reads while it runs.
 class LateJob {
  public:
   LateJob(int ranks, const std::vector<std::string>& env = {})
       : ranks_(ranks),
-        command_({launcher_path(), "-n", std::to_string(ranks), "--", FLIGHT_RANK_PATH, dir_.path(),
+        command_({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"" + dir_.path() + "/err\"",
+                  launcher_path(), "-n", std::to_string(ranks), "--", FLIGHT_RANK_PATH, dir_.path(),
                   std::to_string(ranks - 1), std::to_string(kLateAt), std::to_string(kCalls)},
                  env) {}
 
-  pid_t launcher() const { return command_.pid(); }
+  pid_t launcher() const { return command_.pid(); }  // the shell exec'd it
   std::string dir() const { return dir_.path(); }
+  std::string err() const { return read_file(dir() + "/err"); }
 
-  // Every rank at allreduce kLateAt: the others inside it (given a moment), the late one
-  // waiting outside.
+  // Every rank at allreduce kLateAt: the others entering it, the late one waiting outside.
   bool all_arrived() {
     for (int r = 0; r < ranks_; ++r) {
       if (!wait_file(dir() + "/in." + std::to_string(r), kBound)) return false;
     }
-    std::this_thread::sleep_for(milliseconds(300));
     return true;
   }
   pid_t rank_pid(int rank) { return pid_in(dir() + "/in." + std::to_string(rank)); }
 
+  // Sends SIGUSR1 to `target` and waits for `blocks` more dumps, again until `done` holds for
+  // what they say: a rank that had not quite entered its collective yet is asked again.
+  bool signal_until(pid_t target, int blocks, const std::function<bool(const std::string&)>& done) {
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      int before = count_of(err(), kHeading);
+      if (kill(target, SIGUSR1) != 0) return false;
+      auto deadline = std::chrono::steady_clock::now() + seconds(1);
+      while (count_of(err(), kHeading) < before + blocks &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+      if (done(err())) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  }
+
+  // Lets the late rank go; the result's err is the launcher's stderr.
   CommandResult release_and_wait() {
-    // The dumps are written by each rank's dumper thread: give them a moment first.
-    std::this_thread::sleep_for(milliseconds(500));
     std::ofstream(dir() + "/go") << "go\n";
-    return command_.wait(kBound);
+    CommandResult result = command_.wait(kBound);
+    result.err = err();
+    return result;
   }
 
  private:
@@ -136,17 +163,26 @@ void expect_blocked_record(const Block& block, int rank, int ranks) {
   EXPECT_TRUE(contains(flying, ": running for ")) << flying;
 }
 
+// Whether rank `rank`'s newest dump shows a call in flight.
+bool shows_running(const std::string& err, int rank) {
+  std::vector<Block> blocks = dumps_of(err, rank);
+  return !blocks.empty() && !blocks.back().entries.empty() &&
+         contains(blocks.back().entries.back(), ": running for ");
+}
+
 class FlightSignal : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FlightSignal, RankBlockedInACollectiveDumpsItAndGoesOn) {
   LateJob job(2, {std::string("GLOO_LITE_TRANSPORT=") + GetParam()});
   ASSERT_TRUE(job.all_arrived());
-  ASSERT_EQ(kill(job.rank_pid(0), SIGUSR1), 0);
+  EXPECT_TRUE(job.signal_until(job.rank_pid(0), 1, [](const std::string& err) {
+    return shows_running(err, 0);
+  })) << job.err();
   CommandResult result = job.release_and_wait();
   expect_correct(result, 2);
   std::vector<Block> blocks = dumps_of(result.err, 0);
-  ASSERT_EQ(blocks.size(), 1u) << result.err;
-  expect_blocked_record(blocks[0], 0, 2);
+  ASSERT_FALSE(blocks.empty()) << result.err;
+  expect_blocked_record(blocks.back(), 0, 2);
   EXPECT_TRUE(dumps_of(result.err, 1).empty()) << "only rank 0 was signalled:\n" << result.err;
 }
 
@@ -156,25 +192,33 @@ TEST(FlightSignalLauncher, SigusrToTheLauncherDumpsEveryRank) {
   const int ranks = 4;
   LateJob job(ranks);
   ASSERT_TRUE(job.all_arrived());
-  ASSERT_EQ(kill(job.launcher(), SIGUSR1), 0);
+  EXPECT_TRUE(job.signal_until(job.launcher(), ranks, [&](const std::string& err) {
+    for (int r = 0; r < ranks - 1; ++r) {
+      if (!shows_running(err, r)) return false;
+    }
+    return !dumps_of(err, ranks - 1).empty();
+  })) << job.err();
   CommandResult result = job.release_and_wait();
   expect_correct(result, ranks);
   for (int r = 0; r < ranks - 1; ++r) {
     std::vector<Block> blocks = dumps_of(result.err, r);
-    ASSERT_EQ(blocks.size(), 1u) << "rank " << r << ":\n" << result.err;
-    expect_blocked_record(blocks[0], r, ranks);
+    ASSERT_FALSE(blocks.empty()) << "rank " << r << ":\n" << result.err;
+    expect_blocked_record(blocks.back(), r, ranks);
   }
   // The late rank was between calls: everything it ran is done.
   std::vector<Block> late = dumps_of(result.err, ranks - 1);
-  ASSERT_EQ(late.size(), 1u) << result.err;
-  EXPECT_EQ(late[0].entries.size(), static_cast<size_t>(kLateAt)) << late[0].heading;
-  EXPECT_EQ(count_with(late[0].entries, ": done in "), kLateAt) << late[0].heading;
+  ASSERT_FALSE(late.empty()) << result.err;
+  EXPECT_EQ(late.back().entries.size(), static_cast<size_t>(kLateAt)) << late.back().heading;
+  EXPECT_EQ(count_with(late.back().entries, ": done in "), kLateAt) << late.back().heading;
 }
 
 TEST(FlightSignalLauncher, UserChoiceOffIsKeptAndTheSignalIgnored) {
   LateJob job(2, {"GLOO_LITE_FLIGHT_SIGNAL=off"});
   ASSERT_TRUE(job.all_arrived());
   ASSERT_EQ(kill(job.launcher(), SIGUSR1), 0);
+  for (int i = 0; i < 100 && !contains(job.err(), "SIGUSR1: the ranks"); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
   CommandResult result = job.release_and_wait();
   expect_correct(result, 2);
   EXPECT_TRUE(contains(result.err, "SIGUSR1: the ranks dump no flight recorder")) << result.err;
