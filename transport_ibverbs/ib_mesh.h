@@ -176,7 +176,7 @@ class IbMesh : public transport::MatchingMesh {
   // Takes in the messages held back in their receive buffers, oldest first.
   void resume_held_messages() override;
   void repost(Peer& peer, int slot, bool data);
-  // A header (or write) that breaks the protocol: the pair and the mesh fail with `what`.
+  // A header (or write) that breaks the protocol: the mesh fails (every pair) naming `what`.
   void protocol_error(Peer& peer, const std::string& what);
   // The receive awaiting data under `recv_id` when it is one from `peer`, removed; nullptr
   // when none is. One from another peer is failed with a protocol error (`what` names the

@@ -257,7 +257,8 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
 
 void IbMesh::protocol_error(Peer& peer, const std::string& what) {
   lose_pair(peer, "protocol error from " + describe_peer(peer.rank) + ": " + what +
-                      "; the pair is closed (a peer of another version, or a corrupt message)");
+                      "; every pair of this mesh is closed (a peer of another version, or a "
+                      "corrupt message)");
 }
 
 OpPtr IbMesh::take_receive_of(Peer& peer, uint64_t recv_id, const char* what) {
