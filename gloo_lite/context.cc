@@ -15,6 +15,7 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/failure_report.h"
+#include "gloo_lite/flight_signal.h"
 #include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
 #include "gloo_lite/point_to_point.h"
@@ -133,6 +134,7 @@ std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank,
                           std::to_string(size) + " is out of range (0 <= rank < size)");
   }
   validate_knobs();
+  install_flight_signal();
   if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
   std::shared_ptr<Context> context(
       new Context(std::move(store), rank, size, std::move(device), options));
@@ -142,6 +144,8 @@ std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank,
     throw StoreError("rank " + std::to_string(rank) + " of " + std::to_string(size) +
                      ": rendezvous through the store failed: " + e.what());
   }
+  // Connected: its id is known, and a flight recorder dump (by signal) may show it.
+  register_live_context(context.get());
   return context;
 }
 
@@ -156,6 +160,7 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
       point_to_point_(std::make_shared<detail::PointToPointHub>()) {}
 
 Context::~Context() {
+  unregister_live_context(this);  // first: a dump in progress finishes before teardown
   if (mesh_) cancel_work_in_flight();
   // Registrations go before the mesh that made them.
   for (auto& [tag, stream] : streams_) stream->release_scratch();

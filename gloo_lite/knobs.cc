@@ -2,6 +2,7 @@
 
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/config.h"
+#include "gloo_lite/flight_signal.h"
 
 namespace gloo_lite {
 
@@ -12,6 +13,8 @@ void validate_knobs() {
   check_knob_environment(!rank || *rank == "0");
   // The rule of GLOO_LITE_ALGO needs the registry, which base cannot see; core checks it here.
   algo::check_algorithm_spec(knob_string("GLOO_LITE_ALGO"));
+  // A signal name or number, which base's rule kinds do not describe.
+  parse_flight_signal(knob_string("GLOO_LITE_FLIGHT_SIGNAL"));
 }
 
 }  // namespace gloo_lite

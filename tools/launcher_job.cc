@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/failure_report.h"
+#include "gloo_lite/flight_signal.h"
 #include "rendezvous/stores.h"
 #include "tools/launcher_blame.h"
 #include "tools/launcher_output.h"
@@ -34,6 +36,10 @@ namespace gloo_lite::launcher {
 namespace {
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+// `kill -USR1 <launcher>` asks every rank for its flight recorder dump: passed on as the
+// ranks' GLOO_LITE_FLIGHT_SIGNAL, which the launcher sets to USR1 unless the user set it.
+constexpr int kDumpSignal = SIGUSR1;
+constexpr const char* kDumpKnob = "GLOO_LITE_FLIGHT_SIGNAL";
 constexpr size_t kReadChunk = 64 * 1024;
 // Reads of one pipe when its rank has exited: enough for what the pipe buffer held, bounded in
 // case a leftover child of the rank keeps writing.
@@ -101,7 +107,8 @@ class Job {
       : options_(options),
         signal_fd_(signal_fd),
         forwarded_(std::move(forwarded)),
-        ranks_(options.ranks) {}
+        ranks_(options.ranks),
+        rank_dump_signal_(std::getenv(kDumpKnob) ? flight_signal_from_env() : kDumpSignal) {}
 
   int run();
 
@@ -111,6 +118,7 @@ class Job {
   void loop();
   void read_stream(Stream& stream, int max_reads);
   void handle_signals();
+  void forward_dump_request();
   void reap();
   void on_exit(RankProcess& process, int status);
   void stop(StopReason reason, int sig);
@@ -124,6 +132,7 @@ class Job {
   int signal_fd_;
   std::vector<int> forwarded_;  // the signals we catch and pass on; the ranks get them at default
   std::vector<RankProcess> ranks_;
+  int rank_dump_signal_;  // the ranks' GLOO_LITE_FLIGHT_SIGNAL (0: off)
   std::unique_ptr<TcpStoreServer> server_;
   std::string store_url_;
   std::string job_id_;
@@ -145,8 +154,8 @@ class Job {
 
 std::vector<std::string> Job::rank_environment(int rank) const {
   auto ours = [&](const std::string& entry) {
-    for (const char* name :
-         {"GLOO_LITE_RANK=", "GLOO_LITE_SIZE=", "GLOO_LITE_LOCAL_RANK=", "GLOO_LITE_STORE="}) {
+    for (const char* name : {"GLOO_LITE_RANK=", "GLOO_LITE_SIZE=", "GLOO_LITE_LOCAL_RANK=",
+                             "GLOO_LITE_STORE=", "GLOO_LITE_FLIGHT_SIGNAL="}) {
       if (entry.compare(0, std::strlen(name), name) == 0) return true;
     }
     return options_.set_prefix && entry.compare(0, 17, "GLOO_LITE_PREFIX=") == 0;
@@ -161,6 +170,12 @@ std::vector<std::string> Job::rank_environment(int rank) const {
   env.push_back("GLOO_LITE_STORE=" + store_url_);
   if (options_.set_prefix) env.push_back("GLOO_LITE_PREFIX=" + job_id_);
   if (loopback_only_) env.push_back("GLOO_LITE_HOSTNAME=127.0.0.1");
+  // The user's value when set (even to off); otherwise the signal we forward.
+  if (const char* chosen = std::getenv(kDumpKnob)) {
+    env.push_back(std::string(kDumpKnob) + "=" + chosen);
+  } else {
+    env.push_back(std::string(kDumpKnob) + "=USR1");
+  }
   return env;
 }
 
@@ -277,10 +292,28 @@ void Job::handle_signals() {
     int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGCHLD) {
       reap();
+    } else if (sig == kDumpSignal) {
+      forward_dump_request();
     } else {
       if (!stopping_) interrupt_signal_ = sig;
       stop(StopReason::kInterrupted, sig);  // forwards the signal itself
     }
+  }
+}
+
+// Each running rank gets its dump signal (the rank's process only: what it started may not
+// handle it); a rank that has not created its first context yet has no handler and exits.
+void Job::forward_dump_request() {
+  if (rank_dump_signal_ == 0) {
+    LOG_WARN("launcher", "SIGUSR1: the ranks dump no flight recorder ("
+                             << kDumpKnob << " is " << std::getenv(kDumpKnob) << "); ignored");
+    return;
+  }
+  LOG_INFO("launcher", "SIGUSR1: sending " << flight_signal_name(rank_dump_signal_) << " to ranks "
+                                           << running_ranks()
+                                           << " for their flight recorder dumps");
+  for (auto& process : ranks_) {
+    if (process.running) kill(process.pid, rank_dump_signal_);
   }
 }
 
@@ -449,6 +482,10 @@ int run_job(const LauncherOptions& options) {
     if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
     sigaddset(&mask, sig);
     forwarded.push_back(sig);
+  }
+  struct sigaction dump;
+  if (sigaction(kDumpSignal, nullptr, &dump) == 0 && dump.sa_handler != SIG_IGN) {
+    sigaddset(&mask, kDumpSignal);
   }
   if (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) {
     write_whole(2, std::string("gloo_lite_run: sigprocmask: ") + std::strerror(errno) + "\n");

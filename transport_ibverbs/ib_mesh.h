@@ -176,6 +176,14 @@ class IbMesh : public transport::MatchingMesh {
   // Takes in the messages held back in their receive buffers, oldest first.
   void resume_held_messages() override;
   void repost(Peer& peer, int slot, bool data);
+  // A header (or write) that breaks the protocol: the mesh fails (every pair) naming `what`.
+  void protocol_error(Peer& peer, const std::string& what);
+  // The receive awaiting data under `recv_id` when it is one from `peer`, removed; nullptr
+  // when none is. One from another peer is failed with a protocol error (`what` names the
+  // message that named it): no peer completes another's receive.
+  OpPtr take_receive_of(Peer& peer, uint64_t recv_id, const char* what);
+  // Whether this rank cancelled receive `recv_id` of `peer` and awaits the answer.
+  bool cancelling(const Peer& peer, uint64_t recv_id) const;
   // The engine's send_* hooks: each queues one message, posted once a credit allows.
   void send_eager(const OpPtr& op) override;
   void send_ready_to_send(const Op& op) override;

@@ -8,10 +8,12 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/tag_space.h"
 #include "transport_ibverbs/ib_mesh.h"
 
 namespace gloo_lite::ibverbs {
@@ -23,6 +25,12 @@ constexpr int kExtraSendWr = 16;
 
 uint64_t wr_id(WrKind kind, int peer, uint32_t value) {
   return (uint64_t{kind} << 56) | (uint64_t(static_cast<uint32_t>(peer)) << 32) | value;
+}
+
+std::string hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
 }  // namespace
@@ -96,17 +104,36 @@ void IbMesh::on_completion(const ibv_wc& wc) {
 void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
   if (peer.failure.failed()) return;
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-    if (OpPtr op = take_receive_awaiting_data(ntohl(wc.imm_data))) complete(op);
-    repost(peer, slot, true);
+    uint32_t recv_id = ntohl(wc.imm_data);
+    if (OpPtr op = take_receive_of(peer, recv_id, "an RDMA write with immediate")) {
+      complete(op);
+    } else if (!peer.failure.failed() && !mesh_failure().failed() && !cancelling(peer, recv_id)) {
+      // Neither a receive this pair was cleared for, nor one cancelled while it wrote.
+      protocol_error(peer, "an RDMA write with immediate named recv id " + std::to_string(recv_id) +
+                               ", which no receive of this pair has");
+    }
+    if (!peer.failure.failed()) repost(peer, slot, true);
     return;
   }
   wire::Header h;
   if (wc.byte_len < wire::kHeaderBytes || !wire::decode(recv_slot(peer.rank, slot), &h)) {
-    lose_pair(peer,
-              "protocol error from " + describe_peer(peer.rank) + ": a corrupt message header");
+    protocol_error(peer, "a corrupt message header (" + std::to_string(wc.byte_len) + " bytes)");
     return;
   }
-  if (static_cast<int32_t>(h.credits - peer.peer_reposted) > 0) peer.peer_reposted = h.credits;
+  // Every field is untrusted input: what fails here fails the pair before anything is used.
+  wire::Problem problem = wire::check(h, wc.byte_len, tuning_.slot_bytes);
+  if (!problem) problem = wire::check_credits(h.credits, peer.peer_reposted, peer.data_sent);
+  if (problem) {
+    protocol_error(peer, wire::describe(h.type, problem));
+    return;
+  }
+  if (peer.hello == (h.type == wire::Type::kHello)) {
+    protocol_error(peer, std::string(wire::type_name(h.type)) +
+                             (peer.hello ? " header after the handshake's hello"
+                                         : " header before the handshake's hello"));
+    return;
+  }
+  peer.peer_reposted = h.credits;
   if (h.type == wire::Type::kCredit) {
     repost(peer, slot, false);
     return;
@@ -114,7 +141,12 @@ void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
   // Not a message to match, and a cancel waits for it: it must not queue behind messages held
   // back for want of a receive, which that waiting thread might be the one to post.
   if (h.type == wire::Type::kReceiveCancelled) {
-    cancelling_.erase(static_cast<uint32_t>(h.a));
+    if (!cancelling(peer, h.a)) {
+      protocol_error(peer, "receive-cancelled header: recv id " + std::to_string(h.a) +
+                               " names no receive this rank cancelled on this pair");
+      return;
+    }
+    cancelling_.erase(h.a);
     repost(peer, slot, true);
     return;
   }
@@ -129,16 +161,13 @@ void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
 bool IbMesh::handle_message(Peer& peer, int slot) {
   wire::Header h;
   const uint8_t* buffer = recv_slot(peer.rank, slot);
-  wire::decode(buffer, &h);
+  // Checked in on_receive already (a held message waits in our own buffer, unchanged).
+  if (!wire::decode(buffer, &h)) {
+    protocol_error(peer, "a corrupt message header");
+    return true;
+  }
   switch (h.type) {
     case wire::Type::kEager: {
-      if (h.b > tuning_.slot_bytes - wire::kHeaderBytes) {
-        lose_pair(peer, "protocol error from " + describe_peer(peer.rank) + ": eager length " +
-                            std::to_string(h.b) +
-                            " exceeds the buffer (GLOO_LITE_IB_BUFFER_BYTES "
-                            "must be the same on every rank)");
-        return true;
-      }
       OpPtr op = match_posted(peer.rank, h.a);
       if (op) {
         // A message of another call aborts the mesh: nothing is copied.
@@ -162,9 +191,18 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       return true;
     case wire::Type::kClearToSend: {
       auto recv_id = static_cast<uint32_t>(h.c);
-      OpPtr op = take_send_awaiting_clearance(static_cast<uint32_t>(h.a));
+      OpPtr op = take_send_awaiting_clearance(h.a);
       if (!op) {
         queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
+        return true;
+      }
+      // Only the peer the send is for may clear it: another one would get its data.
+      if (op->peers_[0] != peer.rank) {
+        std::string text = "clear-to-send header: send id " + std::to_string(h.a) +
+                           " names a send to " + describe_peer(op->peers_[0]);
+        fail_op(op, ErrorKind::kConnection,
+                "protocol error from " + describe_peer(peer.rank) + ": " + text);
+        protocol_error(peer, text);
         return true;
       }
       writing_[op->id_] = op;
@@ -178,7 +216,12 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       return true;
     }
     case wire::Type::kSendCancelled:
-      on_send_cancelled(peer.rank, static_cast<uint32_t>(h.a));
+      // Unknown: this rank had cancelled that receive meanwhile.
+      if (OpPtr op = take_receive_of(peer, h.a, "a send-cancelled header")) {
+        fail_op(op, ErrorKind::kConnection,
+                describe_peer(peer.rank) + " cancelled its send of " + tags::describe(op->tag_) +
+                    " after this rank matched it (the sender probably timed out)");
+      }
       return true;
     case wire::Type::kCancelReceive:
       on_cancel_receive(peer, static_cast<uint32_t>(h.a));
@@ -195,10 +238,10 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
                        (uint64_t(static_cast<uint32_t>(rank_)) << 32);
       if (h.a != context_id_ || h.b != ranks || h.c != static_cast<uint64_t>(size_)) {
         lose_pair(peer, "ibverbs handshake: the queue pair of " + describe_peer(peer.rank) +
-                            " presented context id " + std::to_string(h.a) + ", ranks 0x" +
-                            std::to_string(h.b) + ", size " + std::to_string(h.c) +
-                            "; expected context " + std::to_string(context_id_) +
-                            " (a stale address in the store?)");
+                            " presented (hello header) context id " + hex(h.a) + ", ranks " +
+                            hex(h.b) + ", size " + std::to_string(h.c) + "; expected context " +
+                            hex(context_id_) + ", ranks " + hex(ranks) + ", size " +
+                            std::to_string(size_) + " (a stale address in the store?)");
         return true;
       }
       peer.hello = true;
@@ -210,6 +253,28 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
       return true;  // taken in on_receive
   }
   return true;
+}
+
+void IbMesh::protocol_error(Peer& peer, const std::string& what) {
+  lose_pair(peer, "protocol error from " + describe_peer(peer.rank) + ": " + what +
+                      "; every pair of this mesh is closed (a peer of another version, or a "
+                      "corrupt message)");
+}
+
+OpPtr IbMesh::take_receive_of(Peer& peer, uint64_t recv_id, const char* what) {
+  OpPtr op = take_receive_awaiting_data(recv_id);
+  if (!op || op->source_ == peer.rank) return op;
+  std::string text = std::string(what) + " named recv id " + std::to_string(recv_id) +
+                     ", a receive from " + describe_peer(op->source_);
+  fail_op(op, ErrorKind::kConnection,
+          "protocol error from " + describe_peer(peer.rank) + ": " + text);
+  protocol_error(peer, text);
+  return nullptr;
+}
+
+bool IbMesh::cancelling(const Peer& peer, uint64_t recv_id) const {
+  auto found = cancelling_.find(recv_id);
+  return found != cancelling_.end() && found->second == peer.rank;
 }
 
 void IbMesh::repost(Peer& peer, int slot, bool data) {

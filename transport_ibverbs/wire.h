@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace gloo_lite::ibverbs::wire {
 
@@ -33,7 +34,32 @@ struct Header {
 };
 
 void encode(const Header& header, uint8_t* out);
-// False when the marker or the type is wrong.
+// False when the marker, the type or the reserved bytes (2 and 3, always 0) are wrong.
 bool decode(const uint8_t* in, Header* header);
+
+// "eager", "clear-to-send", ...: the header types as messages name them.
+const char* type_name(Type type);
+
+// What is wrong with a received header, as the receiver reports it: the field, its value and
+// the rule it breaks. `field` nullptr: nothing is wrong. Plain data, so that checking valid
+// traffic builds no string.
+struct Problem {
+  const char* field = nullptr;
+  uint64_t value = 0;
+  const char* rule = "";
+  explicit operator bool() const { return field != nullptr; }
+};
+// "clear-to-send header: recv id 0 (must be a non-zero 32-bit id)"
+std::string describe(Type type, const Problem& problem);
+
+// The checks a header allows without the receiver's state: every field as untrusted input.
+// `received` is the byte length of the SEND that carried it, `slot_bytes` the size of one
+// eager buffer (header included). Ids are the matching engine's 32-bit non-zero ids; fields a
+// type does not use must be 0 (the encoder writes 0 there).
+Problem check(const Header& header, size_t received, size_t slot_bytes);
+// The credit field against the receiver's view of that peer: cumulative, so it never goes
+// back from `last` (the highest seen), and never counts more of our messages than `sent` (all
+// we ever posted into the peer's buffers). 32-bit wrapping counters.
+Problem check_credits(uint32_t announced, uint32_t last, uint32_t sent);
 
 }  // namespace gloo_lite::ibverbs::wire

@@ -184,6 +184,11 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_FLIGHT_RECORDS", "64",
        "Collectives each context remembers for its flight recorder (dumped on failure; 0: off)",
        integer(0, 1 << 20)},
+      {"GLOO_LITE_FLIGHT_SIGNAL", "",
+       "Signal that makes every live context of a rank dump its flight recorder to stderr: USR1, "
+       "USR2 (SIG prefix optional), RTMIN+n or such a signal's number; empty or off: none "
+       "(gloo_lite_run sets USR1 and forwards a SIGUSR1 it gets to every rank)",
+       text()},
       {"GLOO_LITE_ALPHA_US", "30", "Cost model: latency of one message step, microseconds",
        number(0, 1e6)},
       {"GLOO_LITE_OVERHEAD_US", "35",
