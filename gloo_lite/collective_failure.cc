@@ -2,6 +2,7 @@
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/hang_report.h"
+#include "gloo_lite/transport/abort_cause.h"
 
 namespace gloo_lite {
 
@@ -25,14 +26,24 @@ void fail_collective(const FailedCall& call, std::exception_ptr error) {
                           e.what() + "]";
     context.fail(message, verdict.culprits(), /*tell_peers=*/true, budget);
     throw TimeoutError(message);
-  } catch (const ConnectionError& e) {
+  } catch (const transport::RelayedAbort& e) {
+    // Another rank's abort read in a host segment: the mesh's peers (other hosts, in a
+    // hierarchical call) learn it as that rank's cause, not as this rank's message about it.
     std::string message = where + ": " + e.what() + details;
+    const bool tell = !context.mesh_failed();
     context.fail(message, {}, /*tell_peers=*/false);
+    if (tell) context.relay_to_peers(e.cause());
+    throw ConnectionError(message);
+  } catch (const ConnectionError& e) {
+    // A mesh that found the failure (a lost peer, a mismatch) has told its peers; one found
+    // outside it (a host segment: a dead local rank, a mismatch there) must be told to them,
+    // else ranks on other hosts read only a clean shutdown.
+    std::string message = where + ": " + e.what() + details;
+    context.fail(message, {}, /*tell_peers=*/!context.mesh_failed());
     throw ConnectionError(message);
   } catch (const MismatchError& e) {
-    // The transport that found the mismatch has told every peer already.
     std::string message = where + ": " + e.what() + details;
-    context.fail(message, {}, /*tell_peers=*/false);
+    context.fail(message, {}, /*tell_peers=*/!context.mesh_failed());  // as above
     throw MismatchError(message);
   } catch (const InvalidArgument& e) {
     std::string message = where + ": " + e.what() + details;

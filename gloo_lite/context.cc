@@ -270,9 +270,12 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
     // Peers waiting in a shared segment hear nothing from the mesh: fail them there too. Before
     // the mesh: a peer that heard of it through the mesh first would relay it into the segments
     // as its own (their abort record keeps the first writer's cause).
+    // A failure that reached this rank through the mesh goes on as its origin's cause.
+    transport::AbortCause cause = mesh_->failure_cause();
+    if (!cause.known()) cause = {rank_, reason};
     std::lock_guard<std::mutex> lock(segments_mutex_);
     for (auto& [tag, segment] : segments_) {
-      if (segment) segment->abort(rank_, transport::ErrorKind::kConnection, reason);
+      if (segment) segment->abort(rank_, transport::ErrorKind::kConnection, cause);
     }
   }
   if (tell_peers) mesh_->abort(reason);
@@ -522,6 +525,10 @@ int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, u
   mesh_->wait({request}, deadline_for(timeout, options_.timeout));
   return request->source();
 }
+
+bool Context::mesh_failed() const { return mesh_->failure_cause().known(); }
+
+void Context::relay_to_peers(const transport::AbortCause& cause) { mesh_->abort_relayed(cause); }
 
 void Context::abort(const std::string& reason) {
   fail(reason, {}, /*tell_peers=*/false);

@@ -133,6 +133,11 @@ class Context : public std::enable_shared_from_this<Context> {
             bool tell_peers = true, Deadline report_by = Deadline::never());
   // Why the context failed, empty while it works.
   std::string failure() const;
+  // Whether the mesh failed (and so told its peers, or will at close, the first cause); an
+  // error found outside it (a host segment) must be told to them by the caller.
+  bool mesh_failed() const;
+  // Tells the mesh's peers another rank's cause as that rank's (Mesh::abort_relayed).
+  void relay_to_peers(const transport::AbortCause& cause);
 
   // The recent collectives of this context (see FlightRecorder), as one readable block, on
   // demand. Also logged once when the context fails.

@@ -355,8 +355,9 @@ void HostSegment::raise_abort() const {
   auto kind = static_cast<transport::ErrorKind>(record.kind);
   if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
   transport::AbortCause cause{record.origin, std::move(reason)};
-  throw ConnectionError(transport::describe_abort(
-      cause, record.rank, [](int r) { return "rank " + std::to_string(r); }));
+  std::string what = transport::describe_abort(
+      cause, record.rank, [](int r) { return "rank " + std::to_string(r); });
+  throw transport::RelayedAbort(what, std::move(cause));
 }
 
 void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& reason) {
@@ -369,7 +370,9 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::Ab
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
   record.rank = rank;
-  record.origin = cause.known() && cause.origin < size_ ? cause.origin : rank;
+  // Context ranks, as the callers give them (a group segment's own ranks differ); the origin
+  // came through the mesh, which checked it against the context's size.
+  record.origin = cause.known() ? cause.origin : rank;
   record.kind = static_cast<int32_t>(kind);
   size_t length = std::min(reason.size(), kReasonBytes - 1);
   std::memcpy(record.reason, reason.data(), length);

@@ -9,16 +9,14 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/transport/op.h"
 
 namespace gloo_lite::transport {
 
-struct AbortCause {
-  int origin = -1;   // the rank where the failure began; -1: none
-  std::string text;  // that rank's own account of it
-  bool known() const { return origin >= 0; }
-};
+// AbortCause itself is part of the contract (transport.h: Mesh::failure_cause).
 
 // What a rank raises when `cause` reached it from `sender`; `name(r)` describes rank r
 // ("rank 1 (10.0.0.2:41000)"):
@@ -30,6 +28,18 @@ std::string describe_abort(const AbortCause& cause, int sender, const Name& name
   if (cause.origin != sender) out += " (relayed by " + name(sender) + ")";
   return out;
 }
+
+// The error a rank raises for another rank's abort that reached it outside its mesh (a host
+// segment's abort record): the collective layer tells the mesh's peers `cause` as it came.
+class RelayedAbort : public ConnectionError {
+ public:
+  RelayedAbort(const std::string& what, AbortCause cause)
+      : ConnectionError(what), cause_(std::move(cause)) {}
+  const AbortCause& cause() const { return cause_; }
+
+ private:
+  AbortCause cause_;
+};
 
 // The origin a peer's abort names, from the wire's "origin + 1, 0: the sender itself"; a rank
 // outside the context reads as the sender (a peer cannot be believed about ranks that do not

@@ -75,6 +75,18 @@ class MatchingMesh : public Mesh {
     std::lock_guard<std::mutex> lock(mutex_);
     return first_cause_.forward(rank_, mesh_failure_, mesh_failure_.message);
   }
+  void abort_relayed(const AbortCause& cause) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      first_cause_.note(cause, mesh_failure_);  // what abort() then forwards
+    }
+    abort(cause.text);
+  }
+  AbortCause failure_cause() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!mesh_failure_.failed()) return {};
+    return first_cause_.forward(rank_, mesh_failure_, mesh_failure_.message);
+  }
   // abort_with for a cause that came from elsewhere (another mesh of this rank): its peers
   // raise it as `cause.origin`'s, not wrapped in this rank's words.
   void relay_abort(ErrorKind kind, const AbortCause& cause) {

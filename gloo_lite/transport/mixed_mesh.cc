@@ -282,6 +282,20 @@ std::string MixedMesh::transport_of(int peer) const {
   return subs_[sub_of_peer_[peer]]->transport.name;
 }
 
+void MixedMesh::abort_relayed(const AbortCause& cause) {
+  for (auto& sub : subs_) sub->mesh->abort_relayed(cause);
+}
+
+AbortCause MixedMesh::failure_cause() {
+  if (single_) return single_->failure_cause();
+  relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on
+  for (auto& sub : subs_) {
+    AbortCause cause = sub->mesh->failure_cause();
+    if (cause.known()) return cause;
+  }
+  return {};
+}
+
 void MixedMesh::relay_failures() {
   if (single_) return;
   for (auto& failed : subs_) {

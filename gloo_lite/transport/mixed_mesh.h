@@ -86,6 +86,8 @@ class MixedMesh : public Mesh {
   void abort(const std::string& reason) override;
   std::string describe_peer(int peer) const override;
   std::string transport_of(int peer) const override;
+  AbortCause failure_cause() override;
+  void abort_relayed(const AbortCause& cause) override;
 
   // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above).
   void relay_failures();

@@ -77,6 +77,13 @@ struct CallDescriber {
 };
 void set_call_describer(const CallDescriber& describer);
 
+// Why a rank gave a context up (gloo_lite/transport/abort_cause.h has how it travels).
+struct AbortCause {
+  int origin = -1;   // the rank where the failure began; -1: none
+  std::string text;  // that rank's own account of it
+  bool known() const { return origin >= 0; }
+};
+
 // One context's connections to all its peers.
 class Mesh {
  public:
@@ -137,6 +144,14 @@ class Mesh {
   // Tells every peer (best effort) that this rank is failing with `reason`, then closes the
   // connections; peers fail their pending requests promptly with that reason.
   virtual void abort(const std::string& reason) = 0;
+  // Why this mesh failed, as the cause travels from rank to rank (abort_cause.h): the rank
+  // where it began and that rank's own words; unknown while the mesh works (and for a mesh
+  // that cannot tell). A context hands it on to peers the mesh does not reach (the waiters of
+  // a host segment), so that they read the first rank's cause, not a relay's message about it.
+  virtual AbortCause failure_cause() { return {}; }
+  // abort() for a cause that began at another rank and reached this one outside the mesh (a
+  // host segment's abort record): peers raise it as `cause.origin`'s, in its own words.
+  virtual void abort_relayed(const AbortCause& cause) { abort(cause.text); }
 
   // "rank 3 (10.0.0.2:41000)", for error messages.
   virtual std::string describe_peer(int peer) const = 0;
