@@ -1,7 +1,7 @@
 // Internal: the layout of a shared-memory mesh's segment and the single-producer single-consumer
 // rings in it (docs/transport-shm.md). Each rank owns one segment per mesh, a memfd that peers
-// map through /proc/<pid>/fd/<fd>: a header (identity, the doorbell futex word, the sleepers
-// count) and one inbox per rank of the context, which only that rank writes.
+// map through /proc/<pid>/fd/<fd>: a header (identity, the doorbell) and one inbox per rank of
+// the context, which only that rank writes.
 #pragma once
 
 #include <atomic>
@@ -9,17 +9,18 @@
 #include <cstdint>
 #include <string>
 
+#include "gloo_lite/base/shared_word.h"
+
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;                    // 3: the doorbell is a SharedWord
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
 constexpr uint32_t kMinRingBytes = 16 * 1024;
 constexpr size_t kCloseTextBytes = 2048;
 constexpr size_t kCancelSlots = 64;  // cancels a producer may have outstanding in one inbox
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain words");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");
 
 // Written once by the owner before `ready`; read by peers to verify whom they mapped.
@@ -38,10 +39,9 @@ struct SegmentHeader {
   alignas(kLine) uint64_t probe_value;  // what that word holds
   uint64_t context_id;                  // valid once ready
   std::atomic<uint32_t> ready;          // 1: the connect-time fields are written
-  // The doorbell: every writer bumps it after a record; the owner sleeps on it (FUTEX_WAIT on a
-  // shared mapping). Writers wake only when `sleepers` is non-zero.
-  alignas(kLine) std::atomic<uint32_t> doorbell;
-  alignas(kLine) std::atomic<uint32_t> sleepers;
+  // The doorbell: every writer rings it after a batch of records; the owner sleeps on it (the
+  // futex of a SharedWord). Writers wake only an owner that counted itself a sleeper.
+  alignas(kLine) SharedWord doorbell;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "the header must fit its page");
 
@@ -146,11 +146,7 @@ class RingWriter {
   uint64_t head_ = 0;
 };
 
-// Futex helpers on a shared (not process-private) word.
-void futex_wake_all(std::atomic<uint32_t>* word);
-// Sleeps while *word == expected, at most `timeout_us`.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us);
 // Bumps the doorbell of `header` and wakes its sleepers, if any.
-void ring_doorbell(SegmentHeader* header);
+inline void ring_doorbell(SegmentHeader* header) { ring(header->doorbell); }
 
 }  // namespace gloo_lite::shm
