@@ -146,6 +146,24 @@ class RingWriter {
   uint64_t head_ = 0;
 };
 
+// A receiver copies a large message straight from the sender's buffer (process_vm_readv), and
+// the sender may take the buffer back (a cancel, a close notice) and let its caller write it.
+// Both sides order that with a read-modify-write on the same word (the cancel count, the close
+// state), no fence: RMWs of one word are totally ordered and each reads the latest value. If
+// the receiver's RMW comes first, its copy (before it: release) happened before the sender's
+// RMW (acquire) and so before the caller's next writes; if the sender's comes first, the
+// receiver's reads the cancel or the notice and discards the copy. ThreadSanitizer models both.
+// The sender's side: publishes `value`, ordered before whatever this thread does next.
+template <typename T>
+void publish_before_reuse(std::atomic<T>& word, T value) {
+  word.exchange(value, std::memory_order_acq_rel);
+}
+// The receiver's side, right after its copy: the word's latest value, ordered after the copy.
+template <typename T>
+T read_after_copy(std::atomic<T>& word) {
+  return word.fetch_add(0, std::memory_order_acq_rel);
+}
+
 // Bumps the doorbell of `header` and wakes its sleepers, if any.
 inline void ring_doorbell(SegmentHeader* header) { ring(header->doorbell); }
 

@@ -228,12 +228,9 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;
+  // The caller may write the buffer as soon as we return: write_cancel publishes the cancel
+  // ordered before that (publish_before_reuse, segment.h).
   if (announced && pair.open) write_cancel(pair, op->id_);
-  // The receiver checks for cancels and close notices right after each copy from this buffer;
-  // the caller may write it as soon as we return. The fence orders the notice before those
-  // writes on weakly ordered CPUs (ARM; x86 keeps stores in order anyway) and pairs with the
-  // fence the receiver makes after its copy.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
@@ -253,7 +250,9 @@ void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
     return;
   }
   control->cancel_ids[count % kCancelSlots].store(send_id, std::memory_order_relaxed);
-  control->cancel_count.store(count + 1, std::memory_order_release);
+  // Ordered after the id above (release) and before the caller's next writes to the send's
+  // buffer (acquire): pairs with the receiver's read_after_copy of cancel_count.
+  publish_before_reuse(control->cancel_count, count + 1);
   pair.cancels_written = count + 1;
   ring_doorbell(pair.remote_header);
 }
@@ -270,7 +269,9 @@ void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const st
   size_t bytes = std::min(text.size(), kCloseTextBytes);
   std::memcpy(control->close_text, text.data(), bytes);
   control->close_text_bytes = static_cast<uint32_t>(bytes);
-  control->close_state.store(static_cast<uint32_t>(state), std::memory_order_release);
+  // Ordered after the fields above (release) and before the buffers of pending sends go back
+  // to their callers (acquire): pairs with the receiver's read_after_copy of close_state.
+  publish_before_reuse(control->close_state, static_cast<uint32_t>(state));
   ring_doorbell(pair.remote_header);
 }
 
@@ -314,11 +315,10 @@ void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   // A broken pair breaks the context: every rank's collectives depend on every peer. They
   // learn it now (out of band, as abort_locked tells them) rather than at their deadline, and
   // before the buffers of our pending sends go back to the callers: a peer checks the notice
-  // after each copy from them. The fence orders the notices before the callers' next writes.
+  // after each copy from them (write_close orders each notice before the callers' next writes).
   for (auto& pair : pairs_) {
     if (pair && pair->open) write_close(*pair, CloseState::kAbort, kind, message);
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     for (auto& out : pair->out) {

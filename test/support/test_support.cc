@@ -104,6 +104,16 @@ void expect_all_ok(const std::vector<ProcessResult>& results) {
   }
 }
 
+void expect_only_victim_killed(const std::vector<ProcessResult>& results, int victim) {
+  for (const auto& result : results) {
+    if (result.rank == victim) {
+      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
+    } else {
+      EXPECT_TRUE(result.ok()) << result.describe();
+    }
+  }
+}
+
 void run_threads(int ranks, const std::function<void(int rank)>& body) {
   std::vector<std::thread> threads;
   std::mutex mutex;

@@ -40,6 +40,9 @@ std::vector<ProcessResult> run_processes(int ranks, const std::function<void(int
                                          std::chrono::milliseconds timeout);
 // Asserts (with GoogleTest) that every process result is ok, describing the ones that are not.
 void expect_all_ok(const std::vector<ProcessResult>& results);
+// Asserts that rank `victim` was killed with SIGKILL and that every other rank is ok (the
+// fault tests: a killed rank, survivors that failed promptly and cleanly).
+void expect_only_victim_killed(const std::vector<ProcessResult>& results, int victim);
 
 // Runs body(rank) on `ranks` threads; an exception escaping a thread becomes a test failure
 // naming the rank.
