@@ -314,15 +314,6 @@ TEST_P(Paths, EverySizeArrivesIntactBothWays) {
       env()));
 }
 
-// Whether process `pid` is stopped (state T in /proc/PID/stat).
-bool is_stopped(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  size_t name_end = line.rfind(')');
-  return name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'T';
-}
-
 // The path really taken: a CMA receive copies from a sender that is stopped right after it
 // posted; the pipelined one needs the sender to push, so it times out until the sender goes on.
 TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
@@ -344,7 +335,7 @@ TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
         }
         int pid = 0;
         context.recv(0, &pid, sizeof(pid), 1);
-        while (!is_stopped(pid)) usleep(1000);  // its ready-to-send is in our ring by then
+        while (!process_is_stopped(pid)) usleep(1000);  // its ready-to-send is in our ring by then
         std::vector<uint8_t> in(kBytes);
         auto memory = mesh.register_memory(in.data(), kBytes);
         auto request = mesh.recv(0, 2, *memory, 0, kBytes);
@@ -912,7 +903,7 @@ TEST(ShmFaults, StoppedPeerTimesOutNamingIt) {
     long ms = elapsed_ms(start);
     EXPECT_GE(ms, 490);
     EXPECT_LT(ms, 2000);
-    while (!is_stopped(pid)) usleep(1000);  // continue it only once it stopped
+    while (!process_is_stopped(pid)) usleep(1000);  // continue it only once it stopped
     kill(pid, SIGCONT);
   }));
 }
