@@ -433,6 +433,10 @@ void ShmMesh::finish_pull(Pull& pull) {
   // close_state).
   if (read_after_copy(pair.inbox.control->close_state) !=
       static_cast<uint32_t>(CloseState::kOpen)) {
+    // The notice says why (an abort's reason, a mismatch): acted on once what the peer wrote
+    // before it is read, it fails this receive with that reason, as every other one.
+    drain(pair);
+    if (!pair.open) return;
     if (OpPtr taken = take_receive_awaiting_data(op->id_)) {
       fail_op(taken, ErrorKind::kConnection,
               describe_peer(pull.peer) + " closed its side while rank " + std::to_string(rank_) +
