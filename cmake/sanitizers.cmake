@@ -34,12 +34,6 @@ if(GLOO_LITE_SANITIZE)
   # sanitizers cause such false positives. Normal builds keep the warning as an error.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     add_compile_options(-Wno-maybe-uninitialized)
-    # GCC 12 warns that ThreadSanitizer does not model std::atomic_thread_fence; the shm
-    # transport's fences (ordering a published cancel before the caller's next stores, for weak
-    # memory CPUs) stay, and TSan checks the atomics around them.
-    if("thread" IN_LIST _gloo_lite_sanitizers)
-      add_compile_options(-Wno-tsan)
-    endif()
   endif()
 endif()
 

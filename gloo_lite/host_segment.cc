@@ -127,11 +127,11 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int siz
       rank_(rank),
       size_(size),
       chunk_(chunk),
-      policy_(WaitPolicy::for_load(ranks_per_core)),
       watches_(size),
       checked_(size, false),
       probes_(size) {
   data_ = memory_->data() + data_offset(size);
+  policy_.configure_for(ranks_per_core, kDefaultWaitBounds);
 }
 
 std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
@@ -152,7 +152,9 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
   if (rank == 0) {
     std::string handle;
     try {
-      memory = SharedMemory::create(what, bytes);
+      memory = SharedMemory::create(
+          what, "gloo_lite_shm_coll", bytes, bytes,
+          "free memory, raise the memory limit, or lower GLOO_LITE_SHM_CHUNK_BYTES");
       Header& header = header_of(memory->data());
       header.magic = kMagic;
       header.size = static_cast<uint64_t>(size);
@@ -272,10 +274,14 @@ void HostSegment::wait_all(uint64_t target) {
 
 void HostSegment::wait_for(int peer, uint64_t target) {
   SharedWord& flag = control(peer).flag;
-  SpinWaiter waiter(flag, target, policy_);
-  if (!waiter.reached()) {
+  auto reached = [&] { return flag.value.load(std::memory_order_acquire) >= target; };
+  if (!reached()) {
     Deadline slice = Deadline::after(kSlice);
-    while (!waiter.wait(slice.earlier(call_->deadline))) {
+    auto sleep = [&](const Deadline& until) {
+      uint64_t seen = flag.value.load(std::memory_order_acquire);
+      return seen >= target || (sleep_while(flag, seen, until, kSlice) && reached());
+    };
+    while (!policy_.wait(reached, sleep, slice.earlier(call_->deadline))) {
       bool slice_over = slice.expired();
       check_while_waiting(peer, target, slice_over);
       if (slice_over) slice = Deadline::after(kSlice);

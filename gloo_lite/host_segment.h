@@ -22,7 +22,8 @@
 #include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/shared_memory.h"
-#include "gloo_lite/base/spin_wait.h"
+#include "gloo_lite/base/shared_word.h"
+#include "gloo_lite/base/wait_policy.h"
 #include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/op.h"
 
@@ -102,7 +103,7 @@ class HostSegment {
   int rank_;
   int size_;
   size_t chunk_;
-  WaitPolicy policy_;
+  WaitPolicy policy_;  // polls, yields or sleeps by the host's load (one call at a time)
   std::vector<std::unique_ptr<ProcessWatch>> watches_;  // per rank; null for this process
   uint64_t seq_ = 0;
   uint64_t calls_ = 0;

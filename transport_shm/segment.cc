@@ -1,10 +1,5 @@
 #include "transport_shm/segment.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <climits>
 #include <cstring>
 
 namespace gloo_lite::shm {
@@ -61,24 +56,6 @@ bool RingWriter::has_room_after_announcing(size_t payload) {
   view_.control->writer_waiting.store(1, std::memory_order_seq_cst);
   size_t pad = 0;
   return fits(record_footprint(payload), view_.control->tail.load(std::memory_order_seq_cst), &pad);
-}
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us) {
-  if (timeout_us <= 0) return;
-  timespec timeout{};
-  timeout.tv_sec = static_cast<time_t>(timeout_us / 1000000);
-  timeout.tv_nsec = static_cast<long>(timeout_us % 1000000) * 1000;
-  // Not FUTEX_PRIVATE_FLAG: the word is in a mapping shared with other processes.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr, 0);
-}
-
-void ring_doorbell(SegmentHeader* header) {
-  header->doorbell.fetch_add(1, std::memory_order_seq_cst);
-  if (header->sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&header->doorbell);
 }
 
 }  // namespace gloo_lite::shm

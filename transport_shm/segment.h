@@ -1,7 +1,7 @@
 // Internal: the layout of a shared-memory mesh's segment and the single-producer single-consumer
 // rings in it (docs/transport-shm.md). Each rank owns one segment per mesh, a memfd that peers
-// map through /proc/<pid>/fd/<fd>: a header (identity, the doorbell futex word, the sleepers
-// count) and one inbox per rank of the context, which only that rank writes.
+// map through /proc/<pid>/fd/<fd>: a header (identity, the doorbell) and one inbox per rank of
+// the context, which only that rank writes.
 #pragma once
 
 #include <atomic>
@@ -9,17 +9,18 @@
 #include <cstdint>
 #include <string>
 
+#include "gloo_lite/base/shared_word.h"
+
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;                    // 3: the doorbell is a SharedWord
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
 constexpr uint32_t kMinRingBytes = 16 * 1024;
 constexpr size_t kCloseTextBytes = 2048;
 constexpr size_t kCancelSlots = 64;  // cancels a producer may have outstanding in one inbox
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain words");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");
 
 // Written once by the owner before `ready`; read by peers to verify whom they mapped.
@@ -38,10 +39,9 @@ struct SegmentHeader {
   alignas(kLine) uint64_t probe_value;  // what that word holds
   uint64_t context_id;                  // valid once ready
   std::atomic<uint32_t> ready;          // 1: the connect-time fields are written
-  // The doorbell: every writer bumps it after a record; the owner sleeps on it (FUTEX_WAIT on a
-  // shared mapping). Writers wake only when `sleepers` is non-zero.
-  alignas(kLine) std::atomic<uint32_t> doorbell;
-  alignas(kLine) std::atomic<uint32_t> sleepers;
+  // The doorbell: every writer rings it after a batch of records; the owner sleeps on it (the
+  // futex of a SharedWord). Writers wake only an owner that counted itself a sleeper.
+  alignas(kLine) SharedWord doorbell;
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "the header must fit its page");
 
@@ -146,11 +146,25 @@ class RingWriter {
   uint64_t head_ = 0;
 };
 
-// Futex helpers on a shared (not process-private) word.
-void futex_wake_all(std::atomic<uint32_t>* word);
-// Sleeps while *word == expected, at most `timeout_us`.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_us);
+// A receiver copies a large message straight from the sender's buffer (process_vm_readv), and
+// the sender may take the buffer back (a cancel, a close notice) and let its caller write it.
+// Both sides order that with a read-modify-write on the same word (the cancel count, the close
+// state), no fence: RMWs of one word are totally ordered and each reads the latest value. If
+// the receiver's RMW comes first, its copy (before it: release) happened before the sender's
+// RMW (acquire) and so before the caller's next writes; if the sender's comes first, the
+// receiver's reads the cancel or the notice and discards the copy. ThreadSanitizer models both.
+// The sender's side: publishes `value`, ordered before whatever this thread does next.
+template <typename T>
+void publish_before_reuse(std::atomic<T>& word, T value) {
+  word.exchange(value, std::memory_order_acq_rel);
+}
+// The receiver's side, right after its copy: the word's latest value, ordered after the copy.
+template <typename T>
+T read_after_copy(std::atomic<T>& word) {
+  return word.fetch_add(0, std::memory_order_acq_rel);
+}
+
 // Bumps the doorbell of `header` and wakes its sleepers, if any.
-void ring_doorbell(SegmentHeader* header);
+inline void ring_doorbell(SegmentHeader* header) { ring(header->doorbell); }
 
 }  // namespace gloo_lite::shm

@@ -3,9 +3,6 @@
 // through /proc/<pid>/fd/<fd> and verifies its header (magic, version, nonce, context id, rank,
 // size), probes whether process_vm_readv may read the peer, and says hello in its inbox there.
 // Connect completes once every served peer has said hello in ours.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,16 +19,7 @@
 namespace gloo_lite::shm {
 namespace {
 
-constexpr int64_t kConnectSliceUs = 2000;
-
-int open_pidfd(int pid) {
-#ifdef SYS_pidfd_open
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void)pid;
-  return -1;
-#endif
-}
+constexpr auto kConnectSlice = std::chrono::milliseconds(2);
 
 // Whether this process may read `pid`'s memory: one 8-byte process_vm_readv of a known word.
 bool probe_cma(int pid, const SegmentHeader& header, std::string* why) {
@@ -81,15 +69,16 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pairs_[peer] = std::move(pair);
   }
   // Ranks per CPU on this host decide the waiting policy: everyone this mesh serves is local.
-  oversubscribed_ = served + 1 > count_cpus(usable_cpu_mask());
+  // GLOO_LITE_SHM_SPIN_US bounds the polling with a core per rank.
+  wait_policy_.configure_for(
+      static_cast<double>(served + 1) / std::max(1, count_cpus(usable_cpu_mask())),
+      {std::chrono::microseconds(settings_.spin_us), kDefaultWaitBounds.shared_core});
 
   // Reserve the inboxes now, so that a full /dev/shm or memfd limit is this error and never a
   // SIGBUS on a later write.
   for (auto& pair : pairs_) {
     if (!pair || !pair->served) continue;
-    int error =
-        ::posix_fallocate(memfd_.get(), static_cast<off_t>(layout_.inbox_offset(pair->peer)),
-                          static_cast<off_t>(layout_.inbox_stride));
+    int error = segment_->reserve(layout_.inbox_offset(pair->peer), layout_.inbox_stride);
     if (error != 0) {
       throw ConnectionError(me + " cannot reserve " + std::to_string(layout_.inbox_stride) +
                             " bytes of shared memory for the inbox of rank " +
@@ -97,7 +86,7 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
                             " (shared memory is full or limited); free /dev/shm, lower "
                             "GLOO_LITE_SHM_RING_BYTES, or use GLOO_LITE_TRANSPORT=tcp");
     }
-    pair->inbox.attach(segment_.data, layout_, pair->peer);
+    pair->inbox.attach(segment_->data(), layout_, pair->peer);
     pair->inbox.control->reserved.store(1, std::memory_order_release);
   }
   header_->context_id = context_id;
@@ -110,23 +99,14 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       const std::string who = "rank " + std::to_string(peer) + " (pid " +
                               std::to_string(pair->address.pid) + ", fd " +
                               std::to_string(pair->address.fd) + ")";
-      std::string path =
-          "/proc/" + std::to_string(pair->address.pid) + "/fd/" + std::to_string(pair->address.fd);
-      Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-      if (!fd.valid()) {
-        throw ConnectionError(me + " cannot open the shared-memory segment of " + who + " at " +
-                              path + ": " + std::strerror(errno) +
-                              (errno == ENOENT ? " (that process is gone: a stale address from "
-                                                 "an earlier job, or it failed)"
-                                               : ""));
-      }
-      struct stat info {};
-      if (::fstat(fd.get(), &info) != 0 || static_cast<size_t>(info.st_size) < kHeaderBytes) {
+      // Sealed against resizing, or rejected (a segment its owner could shrink would SIGBUS us).
+      pair->remote =
+          SharedMemory::open(me + " mapping " + who, pair->address.pid, pair->address.fd);
+      if (pair->remote->bytes() < kHeaderBytes) {
         throw ConnectionError(me + " rejected the segment of " + who +
                               ": it is not a gloo_lite segment (too small)");
       }
-      pair->remote.map(fd.get(), static_cast<size_t>(info.st_size), me + " mapping " + who);
-      auto* header = reinterpret_cast<SegmentHeader*>(pair->remote.data);
+      auto* header = reinterpret_cast<SegmentHeader*>(pair->remote->data());
       auto reject = [&](const std::string& why) {
         throw ConnectionError(me + " rejected the segment of " + who + ": " + why +
                               "; stale store keys from another job, or mismatched sizes?");
@@ -139,12 +119,8 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       if (header->nonce != pair->address.nonce || header->pid != pair->address.pid) {
         reject("it is another segment than the address names (the descriptor was reused)");
       }
-      if (header->segment_bytes != static_cast<uint64_t>(info.st_size))
+      if (header->segment_bytes != pair->remote->bytes()) {
         reject("its size disagrees with its header");
-      // A segment its owner could shrink would SIGBUS us on the next access.
-      int seals = ::fcntl(fd.get(), F_GET_SEALS);
-      if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-        reject("it is not sealed against resizing (F_SEAL_SHRINK, F_SEAL_GROW)");
       }
       while (header->ready.load(std::memory_order_acquire) == 0) {
         if (deadline.expired()) {
@@ -172,7 +148,7 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
         reject("its layout is inconsistent");
       }
       RingView view;
-      view.attach(pair->remote.data, theirs, rank_);
+      view.attach(pair->remote->data(), theirs, rank_);
       if (view.control->reserved.load(std::memory_order_acquire) == 0) {
         reject("it does not serve rank " + std::to_string(rank_) +
                " over shared memory (the transport table chose differently there)");
@@ -186,14 +162,14 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
         LOG_INFO("shm", me << ": process_vm_readv from " << who << " is not permitted (" << why
                            << "); large messages are pipelined through the ring");
       }
-      pair->pidfd = Fd(open_pidfd(pair->address.pid));
+      pair->watch = std::make_unique<ProcessWatch>(pair->address.pid);
       view.control->hello.store(1, std::memory_order_release);
       ring_doorbell(header);
     }
 
     // Done when every served peer has mapped ours and said hello.
     for (;;) {
-      uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
+      uint64_t seen = header_->doorbell.value.load(std::memory_order_acquire);
       std::string late;
       for (auto& pair : pairs_) {
         if (!pair || !pair->served) continue;
@@ -215,9 +191,7 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
                            " never mapped this rank's shared-memory segment before the deadline: "
                            "are those ranks running, and in the same job?");
       }
-      header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-      futex_wait(&header_->doorbell, seen, kConnectSliceUs);
-      header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      sleep_while(header_->doorbell, seen, deadline, kConnectSlice);
     }
   } catch (const std::exception& e) {
     // Peers that already mapped this rank would otherwise wait on it until their deadline.

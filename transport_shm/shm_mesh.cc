@@ -3,15 +3,9 @@
 // connect handshake and the close in shm_connect.cc.
 #include "transport_shm/shm_mesh.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <random>
 
@@ -27,10 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 // The longest a waiter sleeps before it looks at its deadline and its peers' processes again:
 // a dead peer is noticed within about this much (the contract asks for 2 s).
-constexpr int64_t kSleepSliceUs = 100000;
+constexpr auto kSleepSlice = std::chrono::milliseconds(100);
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
-// How often an oversubscribed waiter yields its CPU before it sleeps.
-constexpr int kYields = 4;
 
 // The word the connect probe reads with process_vm_readv: its address and value travel in the
 // segment header.
@@ -41,27 +33,7 @@ uint64_t random_nonce() {
   return (static_cast<uint64_t>(device()) << 32) ^ device() ^ 1;
 }
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 }  // namespace
-
-Mapping::~Mapping() {
-  if (data != nullptr) ::munmap(data, bytes);
-}
-
-void Mapping::map(int fd, size_t length, const std::string& what) {
-  void* at = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (at == MAP_FAILED) {
-    throw ConnectionError(what + ": mmap of " + std::to_string(length) +
-                          " bytes failed: " + std::strerror(errno));
-  }
-  data = static_cast<uint8_t*>(at);
-  bytes = length;
-}
 
 MeshSettings settings_from_knobs(const transport::MeshOptions& options) {
   MeshSettings settings;
@@ -85,33 +57,16 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
   layout_ = Layout::of(size, settings.ring_bytes);
   address_ = local_address();
   address_.nonce = random_nonce();
-  // A memfd: nothing is ever named in /dev/shm, and the memory goes with the last mapping or
-  // descriptor, whatever way the processes end.
-  std::string name = "gloo_lite_shm_rank" + std::to_string(rank);
-  // Sealable: once sized, the size is sealed, so that peers may trust their mapping.
-  memfd_ = Fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!memfd_.valid()) {
-    throw ConnectionError("rank " + std::to_string(rank) +
-                          ": memfd_create for the shared-memory transport failed: " +
-                          std::strerror(errno) + "; use GLOO_LITE_TRANSPORT=tcp");
-  }
-  // Sparse for now: connect reserves the inboxes of the peers it serves.
-  if (::ftruncate(memfd_.get(), static_cast<off_t>(layout_.segment_bytes)) != 0 ||
-      ::posix_fallocate(memfd_.get(), 0, static_cast<off_t>(kHeaderBytes)) != 0) {
-    throw ConnectionError("rank " + std::to_string(rank) + ": cannot size its " +
-                          std::to_string(layout_.segment_bytes) +
-                          "-byte shared-memory segment: " + std::strerror(errno));
-  }
-  // Nobody (a peer with the descriptor included) can shrink it under a mapping (SIGBUS) or grow
-  // it; connect still reserves pages inside it (fallocate within the size is allowed).
-  if (::fcntl(memfd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    throw ConnectionError("rank " + std::to_string(rank) +
-                          ": cannot seal its shared-memory segment: " + std::strerror(errno) +
-                          "; use GLOO_LITE_TRANSPORT=tcp");
-  }
-  segment_.map(memfd_.get(), layout_.segment_bytes, "rank " + std::to_string(rank) + " segment");
-  header_ = reinterpret_cast<SegmentHeader*>(segment_.data);
-  address_.fd = memfd_.get();
+  // A memfd (gloo_lite/base/shared_memory.h): nothing is ever named in /dev/shm, and the memory
+  // goes with the last mapping or descriptor, whatever way the processes end. Sealed against
+  // resizing; sparse but for the header until connect reserves the inboxes of the peers it
+  // serves.
+  const std::string me = "rank " + std::to_string(rank);
+  segment_ = SharedMemory::create(
+      me + ": the shared-memory transport's segment", "gloo_lite_shm_rank" + std::to_string(rank),
+      layout_.segment_bytes, kHeaderBytes, "use GLOO_LITE_TRANSPORT=tcp");
+  header_ = reinterpret_cast<SegmentHeader*>(segment_->data());
+  address_.fd = segment_->fd();
   header_->magic = kMagic;
   header_->version = kVersion;
   header_->ring_bytes = layout_.ring_bytes;
@@ -166,7 +121,7 @@ bool ShmMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
   for (;;) {
     // Read before the inboxes: a record written after this read changes it, so the sleep
     // below cannot miss it.
-    uint32_t seen = header_->doorbell.load(std::memory_order_acquire);
+    uint64_t seen = header_->doorbell.value.load(std::memory_order_acquire);
     make_progress();
     if (finished(requests, deadline)) return true;
     if (bound.expired()) return false;  // `until` came first (finished() threw at the deadline)
@@ -195,41 +150,20 @@ bool ShmMesh::has_work_for_waiter() {
   return false;
 }
 
-void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t seen,
+void ShmMesh::sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint64_t seen,
                                 const Deadline& bound) {
-  std::atomic<uint32_t>& doorbell = header_->doorbell;
+  SharedWord& doorbell = header_->doorbell;
+  WaitPolicy policy = wait_policy_;
   ++local_sleepers_;
   lock.unlock();
-  bool rang = false;
-  if (!oversubscribed_ && settings_.spin_us > 0) {
-    // A CPU per local rank: poll the doorbell briefly; a message usually comes within it.
-    auto stop = Clock::now() + std::chrono::microseconds(settings_.spin_us);
-    while (!rang) {
-      for (int k = 0; k < 64 && !rang; ++k) {
-        cpu_relax();
-        rang = doorbell.load(std::memory_order_acquire) != seen;
-      }
-      if (Clock::now() >= stop) break;
-    }
-  } else if (oversubscribed_) {
-    // More ranks than CPUs: the peer we wait for needs this CPU; give it, a few times.
-    for (int i = 0; i < kYields && !rang; ++i) {
-      sched_yield();
-      rang = doorbell.load(std::memory_order_acquire) != seen;
-    }
-  }
-  if (!rang) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::microseconds>(bound.time_point() - Clock::now())
-            .count();
-    if (bound.is_never()) left = kSleepSliceUs;
-    header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-    // Sleeps only while the word still says `seen`: whatever rang since is not lost.
-    futex_wait(&doorbell, seen, std::min<int64_t>(std::max<int64_t>(left, 1), kSleepSliceUs));
-    header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  }
+  // The doorbell moved: a record arrived (or room, or a notice) since `seen` was read.
+  policy.wait(
+      [&] { return doorbell.value.load(std::memory_order_acquire) != seen; },
+      [&](const Deadline& until) { return sleep_while(doorbell, seen, until, kSleepSlice); },
+      bound);
   lock.lock();
   --local_sleepers_;
+  wait_policy_ = policy;
 }
 
 void ShmMesh::wake_polling_waiter() {
@@ -242,13 +176,7 @@ void ShmMesh::check_liveness() {
   next_liveness_check_ = Clock::now() + kLivenessPeriod;
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
-    bool gone = false;
-    if (pair->pidfd.valid()) {
-      pollfd p{pair->pidfd.get(), POLLIN, 0};
-      gone = ::poll(&p, 1, 0) > 0;
-    } else {
-      gone = ::kill(pair->address.pid, 0) != 0 && errno == ESRCH;
-    }
+    bool gone = pair->watch && pair->watch->exited();
     if (!gone) continue;
     // What it wrote before it went stays deliverable, and an abort or goodbye it wrote is the
     // better reason.
@@ -300,12 +228,9 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;
+  // The caller may write the buffer as soon as we return: write_cancel publishes the cancel
+  // ordered before that (publish_before_reuse, segment.h).
   if (announced && pair.open) write_cancel(pair, op->id_);
-  // The receiver checks for cancels and close notices right after each copy from this buffer;
-  // the caller may write it as soon as we return. The fence orders the notice before those
-  // writes on weakly ordered CPUs (ARM; x86 keeps stores in order anyway) and pairs with the
-  // fence the receiver makes after its copy.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
@@ -325,7 +250,9 @@ void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {
     return;
   }
   control->cancel_ids[count % kCancelSlots].store(send_id, std::memory_order_relaxed);
-  control->cancel_count.store(count + 1, std::memory_order_release);
+  // Ordered after the id above (release) and before the caller's next writes to the send's
+  // buffer (acquire): pairs with the receiver's read_after_copy of cancel_count.
+  publish_before_reuse(control->cancel_count, count + 1);
   pair.cancels_written = count + 1;
   ring_doorbell(pair.remote_header);
 }
@@ -342,7 +269,9 @@ void ShmMesh::write_close(Pair& pair, CloseState state, ErrorKind kind, const st
   size_t bytes = std::min(text.size(), kCloseTextBytes);
   std::memcpy(control->close_text, text.data(), bytes);
   control->close_text_bytes = static_cast<uint32_t>(bytes);
-  control->close_state.store(static_cast<uint32_t>(state), std::memory_order_release);
+  // Ordered after the fields above (release) and before the buffers of pending sends go back
+  // to their callers (acquire): pairs with the receiver's read_after_copy of close_state.
+  publish_before_reuse(control->close_state, static_cast<uint32_t>(state));
   ring_doorbell(pair.remote_header);
 }
 
@@ -391,11 +320,10 @@ void ShmMesh::fail_mesh(ErrorKind kind, const std::string& message) {
   // A broken pair breaks the context: every rank's collectives depend on every peer. They
   // learn it now (out of band, as abort_locked tells them) rather than at their deadline, and
   // before the buffers of our pending sends go back to the callers: a peer checks the notice
-  // after each copy from them. The fence orders the notices before the callers' next writes.
+  // after each copy from them (write_close orders each notice before the callers' next writes).
   for (auto& pair : pairs_) {
     if (pair && pair->open) write_abort(*pair, kind, message);
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& pair : pairs_) {
     if (!pair || !pair->open) continue;
     for (auto& out : pair->out) {

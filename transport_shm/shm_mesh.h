@@ -14,7 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "gloo_lite/base/socket.h"
+#include "gloo_lite/base/shared_memory.h"
+#include "gloo_lite/base/wait_policy.h"
 #include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_shm/address.h"
@@ -39,24 +40,13 @@ struct OutRecord {
   size_t offset = 0;
 };
 
-// A shared mapping, unmapped on destruction.
-struct Mapping {
-  uint8_t* data = nullptr;
-  size_t bytes = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping();
-  void map(int fd, size_t bytes, const std::string& what);
-};
-
 struct Pair {
   int peer = -1;
   bool served = false;  // an address was given: this mesh connects to that peer
   bool open = false;
   Failure failure;
   Address address;
-  Mapping remote;  // the peer's segment
+  std::unique_ptr<SharedMemory> remote;  // the peer's segment
   SegmentHeader* remote_header = nullptr;
   RingWriter writer;      // our inbox in the peer's segment
   RingView inbox;         // its inbox in our segment
@@ -65,7 +55,7 @@ struct Pair {
   bool close_sent = false;  // our close notice is in the peer's segment
   bool closing = false;     // the peer closed or exited: take in all it left in the ring
   bool cma = false;         // process_vm_readv from the peer works (the connect probe)
-  Fd pidfd;                 // readable once the peer's process has exited
+  std::unique_ptr<ProcessWatch> watch;  // the peer's process
   // Announced large messages from this peer not matched yet (send id -> its buffer address),
   // and those of them the peer took back before they were matched.
   std::unordered_map<uint64_t, uint64_t> announced;
@@ -167,21 +157,24 @@ class ShmMesh : public transport::MatchingMesh {
   void lose_pair(Pair& pair, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
   // Peers whose process has exited fail (after what they wrote is read).
   void check_liveness();
-  void sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint32_t seen, const Deadline& bound);
+  // Waits (gloo_lite/base/wait_policy.h) for the doorbell to move from `seen`, until `bound`,
+  // without the mutex.
+  void sleep_on_doorbell(std::unique_lock<std::mutex>& lock, uint64_t seen, const Deadline& bound);
   void close_all();
 
   Address address_;
   MeshSettings settings_;
   Layout layout_;
-  Fd memfd_;
-  Mapping segment_;
+  std::unique_ptr<SharedMemory> segment_;  // ours: peers write into it
   SegmentHeader* header_ = nullptr;
   std::vector<std::unique_ptr<Pair>> pairs_;
   std::deque<Pull> pulls_;
   Pull* current_pull_ = nullptr;
   std::unordered_map<uint64_t, Incoming> incoming_;
-  bool oversubscribed_ = false;  // more ranks on this host than CPUs: yield, never spin
-  int local_sleepers_ = 0;       // threads of this rank asleep on the doorbell
+  // Polls, yields or sleeps by the host's load (connect). Each waiter adapts a copy taken under
+  // the mutex and stores it back: several threads of a rank may wait at once.
+  WaitPolicy wait_policy_;
+  int local_sleepers_ = 0;  // threads of this rank asleep on the doorbell
   std::chrono::steady_clock::time_point next_liveness_check_{};
   bool closed_ = false;
 };

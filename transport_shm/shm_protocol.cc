@@ -426,19 +426,25 @@ void ShmMesh::finish_pull(Pull& pull) {
                         std::strerror(error) + (error == ESRCH ? " (the process has exited)" : ""));
     return;
   }
-  // The sender publishes its cancel (out of band, never held back behind ring records) and
-  // fences before it lets go of the buffer: a cancel not visible now came after the copy,
-  // which therefore read the message intact. The fence pairs with the sender's.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The sender publishes its cancel (out of band, never held back behind ring records) before
+  // it lets go of the buffer: a cancel not seen by this RMW came after the copy, which
+  // therefore read the message intact (ordered against the sender's publish_before_reuse of
+  // cancel_count; read_cancels below sees at least this value).
+  read_after_copy(pair.inbox.control->cancel_count);
   if (!read_cancels(pair)) return;
   if (pull.cancelled) {
     on_send_cancelled(pull.peer, op->id_);
     return;
   }
-  // A sender that closed or failed may have given the buffer back first (its close notice,
-  // then a fence): what was copied cannot be trusted.
-  if (pair.inbox.control->close_state.load(std::memory_order_acquire) !=
+  // A sender that closed or failed may have given the buffer back after its close notice: what
+  // was copied cannot be trusted (ordered against the sender's publish_before_reuse of
+  // close_state).
+  if (read_after_copy(pair.inbox.control->close_state) !=
       static_cast<uint32_t>(CloseState::kOpen)) {
+    // The notice says why (an abort's reason, a mismatch): acted on once what the peer wrote
+    // before it is read, it fails this receive with that reason, as every other one.
+    drain(pair);
+    if (!pair.open) return;
     if (OpPtr taken = take_receive_awaiting_data(op->id_)) {
       fail_op(taken, ErrorKind::kConnection,
               describe_peer(pull.peer) + " closed its side while rank " + std::to_string(rank_) +

@@ -3,7 +3,6 @@
 #include "transport_tcp/tcp_mesh.h"
 
 #include <poll.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -167,7 +166,7 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
       if (peer != rank_ && pairs_[peer])
         addresses[static_cast<size_t>(peer)] = pairs_[peer]->address_;
     }
-    wait_policy_.configure_for(local_ranks_per_core(address(), addresses));
+    wait_policy_.configure_for(local_ranks_per_core(address(), addresses), wait_bounds());
     wait_policy_set_ = true;
   }
   lock.unlock();
@@ -191,20 +190,13 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
 // a loaded host) when the message comes within the budget; the budget's bound and its
 // adaptation keep a rank that waits for long from burning a core it may share with its peers.
 int TcpMesh::poll_driven(std::vector<pollfd>& fds, const Deadline& deadline) {
-  const auto budget = wait_policy_.budget();
-  if (budget.count() == 0) return ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
-  const auto start = std::chrono::steady_clock::now();
-  const auto spin_until = std::min(start + budget, deadline.time_point());
   int ready = 0;
-  do {
-    ready = ::poll(fds.data(), fds.size(), 0);
-    if (ready != 0) break;
-    // Ranks outnumber cores: the peer we wait for may need this CPU to send.
-    if (wait_policy_.yields()) sched_yield();
-  } while (std::chrono::steady_clock::now() < spin_until);
-  bool caught = ready != 0;
-  if (!caught) ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
-  wait_policy_.record(caught, std::chrono::steady_clock::now() - start);
+  wait_policy_.wait([&] { return (ready = ::poll(fds.data(), fds.size(), 0)) != 0; },
+                    [&](const Deadline& until) {
+                      ready = ::poll(fds.data(), fds.size(), until.poll_timeout_ms());
+                      return ready != 0;
+                    },
+                    deadline);
   return ready;
 }
 

@@ -169,7 +169,7 @@ class TcpMesh : public transport::MatchingMesh {
   int waiters_ = 0;  // threads inside wait()
   // How the driver waits on its sockets: bounded adaptive polling, then poll() sleeping. Set
   // at the first wait, when connect() has told us which peers share this host.
-  WaitPolicy wait_policy_;
+  gloo_lite::WaitPolicy wait_policy_;
   bool wait_policy_set_ = false;
   // Polls `fds` without sleeping for up to the policy's budget, then sleeps in poll() until
   // `deadline`; adapts the budget to how it went. Called without the mutex.

@@ -16,28 +16,10 @@ std::string host_part(const std::string& address) {
 
 }  // namespace
 
-void WaitPolicy::configure(Micros limit, bool yield) {
-  limit_ = std::max(limit, Micros(0));
-  budget_ = limit_;  // start optimistic: the first collectives of a job are the handshake's
-  yield_ = yield;
-}
-
-void WaitPolicy::configure_for(double ranks_per_core) {
-  bool shared = ranks_per_core > 1.0;
-  if (!knob_string("GLOO_LITE_SPIN_US").empty()) {
-    configure(Micros(knob_int("GLOO_LITE_SPIN_US")), shared);
-  } else {
-    configure(shared ? kSharedCoreLimit : kFreeCoreLimit, shared);
-  }
-}
-
-void WaitPolicy::record(bool caught, std::chrono::nanoseconds waited) {
-  if (limit_.count() == 0) return;
-  if (caught || waited <= limit_) {
-    budget_ = std::min(limit_, std::max(kRestart, budget_ * 2));
-  } else {
-    budget_ /= 2;  // reaches 0 after a handful of long waits
-  }
+WaitBounds wait_bounds() {
+  if (knob_string("GLOO_LITE_SPIN_US").empty()) return kDefaultWaitBounds;
+  std::chrono::microseconds bound(knob_int("GLOO_LITE_SPIN_US"));
+  return {bound, bound};
 }
 
 double local_ranks_per_core(const std::string& my_address, const std::vector<std::string>& peers) {

@@ -20,6 +20,7 @@
 #include "gloo_lite/context.h"
 #include "gloo_lite/transport/mixed_device.h"
 #include "rendezvous/stores.h"
+#include "test/mixed/collective_checks.h"
 #include "test/mixed/thread_sleeps.h"
 #include "test/support/test_support.h"
 #include "transport_tcp/tcp_device.h"
@@ -219,42 +220,10 @@ TEST(MixedTransport, EveryPairUsesTheTransportBothEndsChose) {
 TEST(MixedTransport, CollectivesMatchALocalReference) {
   constexpr int kRanks = 5;
   expect_all_ok(run_mixed(kRanks, [](Context& context) {
-    const int me = context.rank();
-    auto value = [](int rank, size_t i) { return int64_t(rank + 1) * 1000003 + int64_t(i) * 7; };
-    for (const char* algorithm :
-         {"auto", "ring", "halving_doubling", "recursive_doubling", "tree"}) {
-      CollectiveOptions options;
-      options.algorithm = algorithm;
-      for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
-        std::vector<int64_t> data(count), expect(count, 0);
-        for (size_t i = 0; i < count; ++i) data[i] = value(me, i);
-        for (int r = 0; r < kRanks; ++r) {
-          for (size_t i = 0; i < count; ++i) expect[i] += value(r, i);
-        }
-        allreduce(context, data.data(), data.data(), count, DataType::kInt64, ReduceOp::kSum,
-                  options);
-        ASSERT_EQ(data, expect) << algorithm << ", " << count << " elements";
-      }
-    }
-    std::vector<int32_t> block(333), gathered(333 * kRanks);
-    for (size_t i = 0; i < block.size(); ++i) block[i] = me * 100000 + int32_t(i);
-    allgather(context, block.data(), gathered.data(), block.size(), DataType::kInt32);
-    for (int r = 0; r < kRanks; ++r) {
-      for (size_t i = 0; i < block.size(); ++i) {
-        ASSERT_EQ(gathered[r * block.size() + i], r * 100000 + int32_t(i)) << "block " << r;
-      }
-    }
-    std::vector<float> broadcasted(70000, me == 3 ? 2.5f : -1.0f);
-    broadcast(context, broadcasted.data(), broadcasted.size(), DataType::kFloat32, 3);
-    EXPECT_EQ(broadcasted, std::vector<float>(70000, 2.5f));
-    std::vector<int32_t> send(kRanks * 3), recv(kRanks * 3);
-    for (int j = 0; j < kRanks; ++j) {
-      for (int k = 0; k < 3; ++k) send[j * 3 + k] = me * 1000 + j * 10 + k;
-    }
-    alltoall(context, send.data(), recv.data(), 3, DataType::kInt32);
-    for (int i = 0; i < kRanks; ++i) {
-      for (int k = 0; k < 3; ++k) EXPECT_EQ(recv[i * 3 + k], i * 1000 + me * 10 + k);
-    }
+    expect_allreduce_matches(context);
+    expect_allgather_matches(context, 333);
+    expect_broadcast_matches(context, 3);
+    expect_alltoall_matches(context);
     barrier(context);
   }));
 }
@@ -405,23 +374,9 @@ TEST(MixedTransport, KilledRankFailsEverySurvivorPromptly) {
       if (p != me && p != kVictim && near_pair(me, p) != near_pair(me, kVictim)) peer = p;
     }
     ASSERT_GE(peer, 0);
-    int value = 0;
-    auto start = Clock::now();
-    try {
-      context.recv(peer, &value, sizeof(value), 99, std::chrono::seconds(30));
-      ADD_FAILURE() << "receive completed although nobody sent";
-    } catch (const ConnectionError& e) {
-      EXPECT_TRUE(contains(e.what(), "rank 2")) << e.what();
-    }
-    EXPECT_LT(elapsed_ms(start), 2000) << "rank " << me << " failed too slowly";
+    expect_receive_fails_promptly(context, peer, "rank 2");
   });
-  for (const auto& result : results) {
-    if (result.rank == kVictim) {
-      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
-    } else {
-      EXPECT_TRUE(result.ok()) << result.describe();
-    }
-  }
+  expect_only_victim_killed(results, kVictim);
 }
 
 TEST(MixedTransport, ForcedTransportServesEveryPair) {

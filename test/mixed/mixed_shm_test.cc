@@ -23,6 +23,7 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "rendezvous/stores.h"
+#include "test/mixed/collective_checks.h"
 #include "test/mixed/thread_sleeps.h"
 #include "test/support/test_support.h"
 
@@ -102,51 +103,19 @@ TEST(MixedShm, EachRankHasOneShmPeerAndTwoTcpPeers) {
 // allgather, broadcast, reduce_scatter and alltoall, against values computed here.
 void collectives_match_a_local_reference(Context& context) {
   const int me = context.rank();
-  auto value = [](int rank, size_t i) { return int64_t(rank + 1) * 1000003 + int64_t(i) * 7; };
-  for (const char* algorithm : {"auto", "ring", "halving_doubling", "recursive_doubling", "tree"}) {
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
-      std::vector<int64_t> data(count), expect(count, 0);
-      for (size_t i = 0; i < count; ++i) data[i] = value(me, i);
-      for (int r = 0; r < kRanks; ++r) {
-        for (size_t i = 0; i < count; ++i) expect[i] += value(r, i);
-      }
-      allreduce(context, data.data(), data.data(), count, DataType::kInt64, ReduceOp::kSum,
-                options);
-      ASSERT_EQ(data, expect) << algorithm << ", " << count << " elements";
-    }
-  }
-  std::vector<int32_t> block(40000), gathered(block.size() * kRanks);
-  for (size_t i = 0; i < block.size(); ++i) block[i] = me * 1000000 + int32_t(i);
-  allgather(context, block.data(), gathered.data(), block.size(), DataType::kInt32);
-  for (int r = 0; r < kRanks; ++r) {
-    for (size_t i = 0; i < block.size(); ++i) {
-      ASSERT_EQ(gathered[r * block.size() + i], r * 1000000 + int32_t(i)) << "block " << r;
-    }
-  }
-  for (int root : {1, 2}) {
-    std::vector<float> broadcasted(70000, me == root ? 2.5f + root : -1.0f);
-    broadcast(context, broadcasted.data(), broadcasted.size(), DataType::kFloat32, root);
-    EXPECT_EQ(broadcasted, std::vector<float>(70000, 2.5f + root)) << "root " << root;
-  }
+  expect_allreduce_matches(context);
+  expect_allgather_matches(context, 40000);
+  for (int root : {1, 2}) expect_broadcast_matches(context, root);
   const size_t slice = 30000;
   std::vector<int64_t> input(slice * kRanks), output(slice);
-  for (size_t i = 0; i < input.size(); ++i) input[i] = value(me, i);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = reference_value(me, i);
   reduce_scatter(context, input.data(), output.data(), slice, DataType::kInt64, ReduceOp::kSum);
   for (size_t i = 0; i < slice; ++i) {
     int64_t expect = 0;
-    for (int r = 0; r < kRanks; ++r) expect += value(r, me * slice + i);
+    for (int r = 0; r < kRanks; ++r) expect += reference_value(r, me * slice + i);
     ASSERT_EQ(output[i], expect) << "element " << i;
   }
-  std::vector<int32_t> send(kRanks * 3), recv(kRanks * 3);
-  for (int j = 0; j < kRanks; ++j) {
-    for (int k = 0; k < 3; ++k) send[j * 3 + k] = me * 1000 + j * 10 + k;
-  }
-  alltoall(context, send.data(), recv.data(), 3, DataType::kInt32);
-  for (int i = 0; i < kRanks; ++i) {
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(recv[i * 3 + k], i * 1000 + me * 10 + k);
-  }
+  expect_alltoall_matches(context);
   barrier(context);
 }
 
@@ -385,12 +354,10 @@ void shm_peer_fails_while_rank_0_waits_on_tcp(Failure how) {
         Error);
     usleep(static_cast<useconds_t>(std::max<long>(0, 4000 - elapsed_ms(start)) * 1000));
   });
-  for (const auto& result : results) {
-    if (result.rank == 1 && how == Failure::kKilled) {
-      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
-    } else {
-      EXPECT_TRUE(result.ok()) << result.describe();
-    }
+  if (how == Failure::kKilled) {
+    expect_only_victim_killed(results, 1);
+  } else {
+    expect_all_ok(results);
   }
 }
 

@@ -12,9 +12,13 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
+
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/context.h"
 
 namespace gloo_lite::test {
 
@@ -102,6 +106,38 @@ void expect_all_ok(const std::vector<ProcessResult>& results) {
   for (const auto& result : results) {
     EXPECT_TRUE(result.ok()) << result.describe();
   }
+}
+
+void expect_only_victim_killed(const std::vector<ProcessResult>& results, int victim) {
+  for (const auto& result : results) {
+    if (result.rank == victim) {
+      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
+    } else {
+      EXPECT_TRUE(result.ok()) << result.describe();
+    }
+  }
+}
+
+void expect_receive_fails_promptly(Context& context, int peer, const std::string& expected) {
+  int value = 0;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    context.recv(peer, &value, sizeof(value), 99, std::chrono::seconds(30));
+    ADD_FAILURE() << "rank " << context.rank() << ": a receive from rank " << peer
+                  << " completed although nobody sent";
+  } catch (const ConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2))
+      << "rank " << context.rank() << " failed too slowly";
+}
+
+bool process_is_stopped(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t name_end = line.rfind(')');  // the name may hold spaces and parentheses
+  return name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'T';
 }
 
 void run_threads(int ranks, const std::function<void(int rank)>& body) {

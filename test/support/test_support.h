@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace gloo_lite {
+class Context;
+}
+
 namespace gloo_lite::test {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
@@ -40,6 +44,16 @@ std::vector<ProcessResult> run_processes(int ranks, const std::function<void(int
                                          std::chrono::milliseconds timeout);
 // Asserts (with GoogleTest) that every process result is ok, describing the ones that are not.
 void expect_all_ok(const std::vector<ProcessResult>& results);
+// Asserts that rank `victim` was killed with SIGKILL and that every other rank is ok (the
+// fault tests: a killed rank, survivors that failed promptly and cleanly).
+void expect_only_victim_killed(const std::vector<ProcessResult>& results, int victim);
+
+// Blocks in a receive from `peer`, which never sends: a fault elsewhere (a killed or aborting
+// rank) must end it with a ConnectionError whose text holds `expected`, within 2 s.
+void expect_receive_fails_promptly(Context& context, int peer, const std::string& expected);
+
+// Whether process `pid` is stopped (SIGSTOP: state T in /proc/<pid>/stat).
+bool process_is_stopped(int pid);
 
 // Runs body(rank) on `ranks` threads; an exception escaping a thread becomes a test failure
 // naming the rank.

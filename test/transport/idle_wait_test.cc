@@ -14,9 +14,9 @@
 namespace gloo_lite::test {
 namespace {
 
+using gloo_lite::WaitPolicy;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-using tcp::WaitPolicy;
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -138,16 +138,16 @@ TEST(WaitPolicy, ZeroNeverSpins) {
 TEST(WaitPolicy, DefaultsFollowTheHostLoadAndTheKnobOverrides) {
   unsetenv("GLOO_LITE_SPIN_US");
   WaitPolicy policy;
-  policy.configure_for(0.5);
-  EXPECT_EQ(policy.limit(), WaitPolicy::kFreeCoreLimit);
+  policy.configure_for(0.5, tcp::wait_bounds());
+  EXPECT_EQ(policy.limit(), kDefaultWaitBounds.free_core);
   EXPECT_FALSE(policy.yields());
-  policy.configure_for(1.0);
+  policy.configure_for(1.0, tcp::wait_bounds());
   EXPECT_FALSE(policy.yields());
-  policy.configure_for(4.0);
-  EXPECT_EQ(policy.limit(), WaitPolicy::kSharedCoreLimit);
+  policy.configure_for(4.0, tcp::wait_bounds());
+  EXPECT_EQ(policy.limit(), kDefaultWaitBounds.shared_core);
   EXPECT_TRUE(policy.yields());
   ScopedEnv spin("GLOO_LITE_SPIN_US", "0");
-  policy.configure_for(0.5);
+  policy.configure_for(0.5, tcp::wait_bounds());
   EXPECT_EQ(policy.budget(), microseconds(0));
 }
 
