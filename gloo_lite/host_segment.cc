@@ -218,6 +218,15 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
 }
 
 HostSegment::~HostSegment() {
+  const AbortRecord& record = abort_of(memory_->data());
+  if (!abort_seen_ && record.state.load(std::memory_order_acquire) == 2 &&
+      static_cast<transport::ErrorKind>(record.kind) == transport::ErrorKind::kMismatch) {
+    LOG_WARN("context",
+             "rank " << record.origin << " found a collective mismatch on the "
+                     << "shared-memory segment after this rank's last call on it "
+                     << "returned: "
+                     << std::string(record.reason, strnlen(record.reason, kReasonBytes)));
+  }
   Control& mine = control(rank_);
   mine.closed.store(1, std::memory_order_release);
   // Whoever sleeps on this rank's flag must look again (and see it closed).
@@ -356,13 +365,14 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
 }
 
 void HostSegment::raise_abort() const {
+  abort_seen_ = true;
   const AbortRecord& record = abort_of(memory_->data());
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
   if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
   transport::AbortCause cause{record.origin, std::move(reason)};
-  std::string what = transport::describe_abort(
-      cause, record.rank, [](int r) { return "rank " + std::to_string(r); });
+  std::string what = transport::describe_abort(cause, record.rank,
+                                               [](int r) { return "rank " + std::to_string(r); });
   throw transport::RelayedAbort(what, std::move(cause));
 }
 
@@ -372,6 +382,7 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& 
 
 void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::AbortCause& cause) {
   const std::string& reason = cause.text;
+  abort_seen_ = true;
   AbortRecord& record = abort_of(memory_->data());
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;

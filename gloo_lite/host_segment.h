@@ -116,6 +116,10 @@ class HostSegment {
   uint64_t call_start_ = 0;  // seq_ at begin(): a peer past it has announced this call
   std::vector<bool> checked_;
   std::vector<transport::RequestPtr> probes_;  // per peer, posted while waiting long for it
+  // This rank raised the abort record or wrote to it (its context failed): closing needs no
+  // word about it. Otherwise a mismatch another rank found after this rank's last call
+  // returned is logged at close (as the matching engine does for messages).
+  mutable bool abort_seen_ = false;
 };
 
 }  // namespace gloo_lite

@@ -224,6 +224,10 @@ void ShmMesh::close_all() {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     lock.lock();
   }
+  // What peers wrote and nobody waited for is read once: a message of a call this rank has
+  // passed is a mismatch to tell (and to warn of at close), not something dropped unseen. TCP's
+  // event loop reads it without a waiter; a shm ring is read only here.
+  progress();
   // A context that failed closes with its failure, not a goodbye: a peer still waiting on this
   // rank then learns the root cause (say, which rank died) instead of "closed".
   const Failure& failure = mesh_failure();
