@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,19 @@ extern char** environ;
 
 namespace gloo_lite::launcher {
 namespace {
+
+// Whether process `pid` catches `sig` now (the SigCgt mask of /proc/<pid>/status): a rank that
+// has not created its first context, or a wrapper such as `sh -c`, would be killed by it.
+bool catches_signal(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return sig >= 1 && sig <= 64 && ((mask >> (sig - 1)) & 1ULL) != 0;
+  }
+  return false;
+}
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 // `kill -USR1 <launcher>` asks every rank for its flight recorder dump: passed on as the
@@ -301,8 +316,9 @@ void Job::handle_signals() {
   }
 }
 
-// Each running rank gets its dump signal (the rank's process only: what it started may not
-// handle it); a rank that has not created its first context yet has no handler and exits.
+// Each running rank that catches its dump signal gets it (the rank's process only: what it
+// started may not handle it). One that does not (no context yet, a wrapper) would die of it:
+// it is left out, and said so.
 void Job::forward_dump_request() {
   if (rank_dump_signal_ == 0) {
     LOG_WARN("launcher", "SIGUSR1: the ranks dump no flight recorder ("
@@ -312,8 +328,20 @@ void Job::forward_dump_request() {
   LOG_INFO("launcher", "SIGUSR1: sending " << flight_signal_name(rank_dump_signal_) << " to ranks "
                                            << running_ranks()
                                            << " for their flight recorder dumps");
+  std::string skipped;
   for (auto& process : ranks_) {
-    if (process.running) kill(process.pid, rank_dump_signal_);
+    if (!process.running) continue;
+    if (catches_signal(process.pid, rank_dump_signal_)) {
+      kill(process.pid, rank_dump_signal_);
+    } else {
+      skipped += (skipped.empty() ? "" : ",") + std::to_string(process.rank);
+    }
+  }
+  if (!skipped.empty()) {
+    LOG_WARN("launcher", "ranks " << skipped << " do not handle "
+                                  << flight_signal_name(rank_dump_signal_)
+                                  << " (no context created yet, or a wrapper process): not "
+                                     "signalled, since it would end them");
   }
 }
 

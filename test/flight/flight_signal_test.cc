@@ -225,6 +225,36 @@ TEST(FlightSignalLauncher, UserChoiceOffIsKeptAndTheSignalIgnored) {
   EXPECT_TRUE(dumps_of(result.err, 0).empty()) << result.err;
 }
 
+// Whether `pid` has `sig` blocked (SigBlk of /proc/<pid>/status): the launcher blocks what it
+// reads from its signalfd, so a signal sent from then on is its to handle.
+bool blocks_signal(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) {
+      return ((std::strtoull(line.c_str() + 7, nullptr, 16) >> (sig - 1)) & 1ULL) != 0;
+    }
+  }
+  return false;
+}
+
+// Ranks that do not catch the signal (here a shell that never creates a context) would be
+// killed by it: the launcher leaves them out, says so, and the job ends normally.
+TEST(FlightSignalLauncher, RanksThatDoNotHandleTheSignalAreSpared) {
+  Command job({launcher_path(), "-n", "2", "--", "sh", "-c", "sleep 1.5; echo finished"});
+  for (int i = 0; i < 250 && !blocks_signal(job.pid(), SIGUSR1); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(blocks_signal(job.pid(), SIGUSR1));
+  std::this_thread::sleep_for(milliseconds(300));  // the ranks run their shell by now
+  ASSERT_EQ(kill(job.pid(), SIGUSR1), 0);
+  CommandResult result = job.wait(kBound);
+  EXPECT_EQ(result.exit_code, 0) << result.describe();
+  EXPECT_TRUE(contains(result.out, "[0] finished") && contains(result.out, "[1] finished"))
+      << result.out;
+  EXPECT_TRUE(contains(result.err, "do not handle SIGUSR1")) << result.err;
+}
+
 TEST(FlightSignalKnob, ParsesNamesAndNumbers) {
   EXPECT_EQ(parse_flight_signal(""), 0);
   EXPECT_EQ(parse_flight_signal("off"), 0);
