@@ -205,23 +205,29 @@ void IbMesh::fail_mesh(ErrorKind kind, const std::string& message) {
 }
 
 void IbMesh::abort(const std::string& reason) {
-  // The side channel carries the reason: it needs no credit and survives a stuck QP.
-  control_->abort(reason);
+  transport::AbortCause cause;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A peer's cause is named as that peer's (abort_cause.h), on the side channel too.
+    cause = first_cause_.forward(rank_, mesh_failure(), reason);
+  }
+  // The side channel carries the cause: it needs no credit and survives a stuck QP.
+  control_->abort_relayed(cause);
   std::lock_guard<std::mutex> lock(mutex_);
-  // A peer's cause is named as that peer's (abort_cause.h); the context warns once.
-  std::string message = abort_message(first_cause_.forward(rank_, mesh_failure(), reason));
-  LOG_INFO("ibverbs", message << "; telling its peers");
+  std::string message = abort_message(cause);
+  LOG_INFO("ibverbs", message << "; telling its peers");  // the context warns once
   fail_mesh(ErrorKind::kConnection, message);
 }
 
 // Lock order: this mesh's mutex, then the side channel's (as check_lifelines takes them).
 void IbMesh::abort_locked(ErrorKind kind, const std::string& reason) {
+  const transport::AbortCause cause = first_cause_.forward(rank_, mesh_failure(), reason);
   if (auto* control = dynamic_cast<transport::MatchingMesh*>(control_.get())) {
-    control->abort_with(kind, reason);
+    control->relay_abort(kind, cause);
   } else if (control_) {
-    control_->abort(reason);
+    control_->abort_relayed(cause);
   }
-  std::string message = abort_message(first_cause_.forward(rank_, mesh_failure(), reason));
+  std::string message = abort_message(cause);
   LOG_INFO("ibverbs", message << "; telling its peers");
   fail_mesh(kind, message);
 }
