@@ -210,7 +210,7 @@ bool Context::on_one_host() const {
 }
 
 HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
-                                   const std::string& group) {
+                                   const std::string& group, const std::vector<int>& group_ranks) {
   const uint16_t tag = tags::stream_of(call.tag);
   {
     std::lock_guard<std::mutex> lock(segments_mutex_);
@@ -221,7 +221,7 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
   // an agreed verdict falls back; a peer that never comes fails the call like any other.
   std::unique_ptr<HostSegment> segment;
   try {
-    segment = HostSegment::attach(*this, call, chunk_bytes, group);
+    segment = HostSegment::attach(*this, call, chunk_bytes, group, group_ranks);
   } catch (const SegmentUnavailable& e) {
     std::string text = "shared-memory collectives on tag " + std::to_string(tag) + " of " +
                        describe() + (group.empty() ? "" : " (group " + group + ")") +

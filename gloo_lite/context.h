@@ -85,9 +85,11 @@ class Context : public std::enable_shared_from_this<Context> {
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
   // all of them fall back to the message algorithms together). The context owns it.
   // `group` names a subset of the ranks (those of `call`, whose rank and size are within the
-  // group: the hierarchical collectives' per-host phases); "" is the whole context.
+  // group: the hierarchical collectives' per-host phases), `group_ranks` their context ranks in
+  // the group's order (the segment's texts name them); "" and {} are the whole context.
   HostSegment* host_segment(const algo::Call& call, size_t chunk_bytes,
-                            const std::string& group = "");
+                            const std::string& group = "",
+                            const std::vector<int>& group_ranks = {});
   // Splits into sub-contexts like MPI_Comm_split: ranks with equal `color` form one context,
   // ordered by (key, old rank). A negative color returns nullptr (the rank joins none).
   // A collective on tag 0 (an allgather of (color, key)), with the same rules as every other

@@ -51,11 +51,17 @@ AbortRecord& abort_of(uint8_t* base) {
   return *reinterpret_cast<AbortRecord*>(base + sizeof(Header));
 }
 
+// "rank 5": segment rank `rank` by its context rank (`context_ranks`, one per segment rank).
+std::string name_in(const std::vector<int>& context_ranks, int rank) {
+  return "rank " + std::to_string(context_ranks[rank]);
+}
+
 // Store reads in slices, so that a context that fails meanwhile (destroyed with this call in
 // flight, aborted by a peer) ends the wait at once instead of at the deadline; after the first
 // slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
 // connection closed) or runs another algorithm (its messages' fingerprints) fail the wait too.
 std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
+                             const std::vector<int>& context_ranks,
                              const std::vector<std::string>& keys) {
   std::vector<transport::RequestPtr> probes;
   auto cancel = [&] {
@@ -85,7 +91,8 @@ std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
       }
       for (const auto& probe : probes) {
         if (probe->test()) {
-          throw MismatchError("collective mismatch: rank " + std::to_string(call.rank) +
+          // (A subset mesh's requests name the parent's ranks: source() is a context rank.)
+          throw MismatchError("collective mismatch: " + name_in(context_ranks, call.rank) +
                               " received a message of rank " + std::to_string(probe->source()) +
                               " in " + describe_fingerprint(call.fingerprint, call.tag) +
                               ", which runs this call with another algorithm");
@@ -98,8 +105,11 @@ std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
   }
 }
 
-std::string rank_word(const std::vector<int>& ranks) {
-  return std::string(ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+// "rank 5", "ranks 4 and 5": segment ranks by their context ranks.
+std::string rank_word(const std::vector<int>& context_ranks, const std::vector<int>& ranks) {
+  std::vector<int> named;
+  for (int r : ranks) named.push_back(context_ranks[r]);
+  return std::string(named.size() == 1 ? "rank " : "ranks ") + rank_list(named);
 }
 
 }  // namespace
@@ -121,25 +131,35 @@ HostSegment::Control& HostSegment::control(int rank) const {
   return reinterpret_cast<Control*>(memory_->data() + kControlOffset)[rank];
 }
 
-HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int size, size_t chunk,
-                         double ranks_per_core)
+HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank,
+                         std::vector<int> context_ranks, size_t chunk, double ranks_per_core)
     : memory_(std::move(memory)),
       rank_(rank),
-      size_(size),
+      size_(static_cast<int>(context_ranks.size())),
+      context_ranks_(std::move(context_ranks)),
       chunk_(chunk),
-      watches_(size),
-      checked_(size, false),
-      probes_(size) {
-  data_ = memory_->data() + data_offset(size);
+      watches_(size_),
+      checked_(size_, false),
+      probes_(size_) {
+  data_ = memory_->data() + data_offset(size_);
   policy_.configure_for(ranks_per_core, kDefaultWaitBounds);
 }
 
 std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
-                                                 size_t chunk_bytes, const std::string& group) {
+                                                 size_t chunk_bytes, const std::string& group,
+                                                 const std::vector<int>& context_ranks) {
   const uint16_t stream = tags::stream_of(call.tag);
   const Deadline& deadline = call.deadline;
   const int rank = call.rank;
   const int size = call.size;
+  std::vector<int> ranks = context_ranks;
+  if (ranks.empty()) {
+    for (int r = 0; r < size; ++r) ranks.push_back(r);
+  }
+  if (static_cast<int>(ranks.size()) != size) {
+    throw InvalidArgument("HostSegment::attach: " + std::to_string(ranks.size()) +
+                          " context ranks for a segment of " + std::to_string(size) + " ranks");
+  }
   Store& store = *context.store();
   const std::string base =
       context.store_key("shm/" + std::to_string(stream) + "/" + (group.empty() ? "" : group + "/"));
@@ -166,9 +186,9 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
     }
     store.set(base + "handle", to_bytes(handle), deadline);
   } else {
-    std::string handle = to_string(read_keys(context, call, {base + "handle"})[0]);
+    std::string handle = to_string(read_keys(context, call, ranks, {base + "handle"})[0]);
     if (handle.compare(0, 6, "error ") == 0) {
-      verdict = "rank 0 could not create the segment: " + handle.substr(6);
+      verdict = name_in(ranks, 0) + " could not create the segment: " + handle.substr(6);
     } else {
       try {
         memory = SharedMemory::open(what, handle);
@@ -190,7 +210,7 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
   std::unique_ptr<HostSegment> segment;
   if (memory) {
     segment.reset(
-        new HostSegment(std::move(memory), rank, size, chunk_bytes, context.ranks_per_core()));
+        new HostSegment(std::move(memory), rank, ranks, chunk_bytes, context.ranks_per_core()));
     segment->control(rank).pid.store(getpid(), std::memory_order_release);
   }
   // Every rank's verdict, so that all of them use the segment or none does.
@@ -199,12 +219,12 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) keys.push_back(base + "verdict/" + std::to_string(peer));
   }
-  std::vector<Bytes> verdicts = read_keys(context, call, keys);
-  std::string failure = verdict == "ok" ? "" : "rank " + std::to_string(rank) + ": " + verdict;
+  std::vector<Bytes> verdicts = read_keys(context, call, ranks, keys);
+  std::string failure = verdict == "ok" ? "" : name_in(ranks, rank) + ": " + verdict;
   for (size_t i = 0; i < verdicts.size() && failure.empty(); ++i) {
     std::string theirs = to_string(verdicts[i]);
     int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
-    if (theirs != "ok") failure = "rank " + std::to_string(peer) + ": " + theirs;
+    if (theirs != "ok") failure = name_in(ranks, peer) + ": " + theirs;
   }
   if (!failure.empty()) throw SegmentUnavailable(failure);
   // Everyone has mapped it: nobody else may open it from now on.
@@ -307,15 +327,15 @@ void HostSegment::check_fingerprint(int peer) {
   if (record.index.load(std::memory_order_relaxed) != index || theirs == call_->fingerprint) {
     return;  // the same call (or the peer already moved on: the others compare)
   }
-  std::string text = "collective mismatch: rank " + std::to_string(rank_) + " in " +
-                     describe_fingerprint(call_->fingerprint, call_->tag) + " found rank " +
-                     std::to_string(peer) + " in " + describe_fingerprint(theirs, call_->tag) +
+  std::string text = "collective mismatch: " + name(rank_) + " in " +
+                     describe_fingerprint(call_->fingerprint, call_->tag) + " found " + name(peer) +
+                     " in " + describe_fingerprint(theirs, call_->tag) +
                      " on the shared-memory segment; the calls differ in " +
                      fingerprint_difference(call_->fingerprint, theirs) +
                      ". Every rank must call the same collectives in the same order with the "
                      "same type, op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares "
                      "every pair before each call)";
-  abort(rank_, transport::ErrorKind::kMismatch, text);
+  abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, text);
   // Ranks that wait on messages (another algorithm, another collective) must learn it too.
   if (auto* mesh = dynamic_cast<transport::MatchingMesh*>(call_->mesh)) {
     mesh->abort_with(transport::ErrorKind::kMismatch, text);
@@ -329,13 +349,12 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
   if (!slice_over) return;
   const Control& theirs = control(peer);
   if (theirs.closed.load(std::memory_order_acquire) != 0) {
-    throw ConnectionError("rank " + std::to_string(peer) + " closed its context while rank " +
-                          std::to_string(rank_) + " waited for it in " + what());
+    throw ConnectionError(name(peer) + " closed its context while " + name(rank_) +
+                          " waited for it in " + what());
   }
   if (watches_[peer] && watches_[peer]->exited()) {
-    throw ConnectionError("rank " + std::to_string(peer) + " (pid " +
-                          std::to_string(watches_[peer]->pid()) + ") died while rank " +
-                          std::to_string(rank_) + " waited for it in " + what());
+    throw ConnectionError(name(peer) + " (pid " + std::to_string(watches_[peer]->pid()) +
+                          ") died while " + name(rank_) + " waited for it in " + what());
   }
   // A peer that runs another algorithm of this call sends messages that nobody here receives:
   // a receive under the call's tag lets the transport compare their fingerprint with this
@@ -345,9 +364,9 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
     probe = call_->mesh->recv(peer, call_->tag, *call_->output_memory, 0, 0, call_->fingerprint);
   }
   if (probe->test()) {
-    throw MismatchError("collective mismatch: rank " + std::to_string(rank_) + " in " +
+    throw MismatchError("collective mismatch: " + name(rank_) + " in " +
                         describe_fingerprint(call_->fingerprint, call_->tag) +
-                        " received a message of rank " + std::to_string(peer) +
+                        " received a message of " + name(peer) +
                         ", which runs this call with another algorithm");
   }
   if (call_->deadline.expired()) {
@@ -358,9 +377,9 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
       }
     }
     if (behind.empty()) behind.push_back(peer);
-    throw TimeoutError(rank_word(behind) + " did not reach step " +
+    throw TimeoutError(rank_word(context_ranks_, behind) + " did not reach step " +
                        std::to_string(target - call_start_) + " of " + what() +
-                       " before the deadline (rank " + std::to_string(rank_) + " waited)");
+                       " before the deadline (" + name(rank_) + " waited)");
   }
 }
 
@@ -387,8 +406,9 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::Ab
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
   record.rank = rank;
-  // Context ranks, as the callers give them (a group segment's own ranks differ); the origin
-  // came through the mesh, which checked it against the context's size.
+  // Context ranks, as the callers give them (a group segment's own ranks differ: this class
+  // writes context_ranks_[rank_]); the origin came through the mesh, which checked it against
+  // the context's size.
   record.origin = cause.known() ? cause.origin : rank;
   record.kind = static_cast<int32_t>(kind);
   size_t length = std::min(reason.size(), kReasonBytes - 1);
@@ -397,6 +417,8 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::Ab
   record.state.store(2, std::memory_order_release);
   for (int r = 0; r < size_; ++r) wake_all(control(r).flag);
 }
+
+std::string HostSegment::name(int rank) const { return name_in(context_ranks_, rank); }
 
 std::string HostSegment::what() const {
   if (call_ == nullptr) return "the shared-memory segment";

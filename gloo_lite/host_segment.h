@@ -48,9 +48,12 @@ class HostSegment {
   // TimeoutError when a rank does not come; ConnectionError when the context fails meanwhile.
   // Runs as part of `call` (the stream's first shm call): its tag, deadline and mesh. The
   // segment's ranks are the call's (call.rank of call.size); a non-empty `group` names that
-  // subset of the context's ranks in the store keys (hierarchical.cc: the ranks of one host).
+  // subset of the context's ranks in the store keys (hierarchical.cc: the ranks of one host),
+  // and `context_ranks` gives the context rank of each segment rank (empty: the same ranks, a
+  // segment of the whole context). Every text and abort record names context ranks.
   static std::unique_ptr<HostSegment> attach(Context& context, const algo::Call& call,
-                                             size_t chunk_bytes, const std::string& group = "");
+                                             size_t chunk_bytes, const std::string& group = "",
+                                             const std::vector<int>& context_ranks = {});
   // Marks this rank closed: peers that still wait for it fail instead of hanging.
   ~HostSegment();
   HostSegment(const HostSegment&) = delete;
@@ -81,6 +84,7 @@ class HostSegment {
   void release_buffer(int buffer, uint64_t seq) { free_after_[buffer] = seq; }
 
   // Fails every waiter of every rank with `reason` (the first abort wins), raised as `kind`.
+  // `rank` (and a cause's origin) are context ranks, as the abort record keeps them.
   void abort(int rank, transport::ErrorKind kind, const std::string& reason);
   // The same for a cause that began on another rank (cause.origin), which `rank` relays: its
   // waiters raise it as that rank's, once (gloo_lite/transport/abort_cause.h).
@@ -88,13 +92,15 @@ class HostSegment {
 
  private:
   struct Control;
-  HostSegment(std::unique_ptr<SharedMemory> memory, int rank, int size, size_t chunk,
-              double ranks_per_core);
+  HostSegment(std::unique_ptr<SharedMemory> memory, int rank, std::vector<int> context_ranks,
+              size_t chunk, double ranks_per_core);
   static size_t data_offset(int size);
   Control& control(int rank) const;
   void check_while_waiting(int rank, uint64_t target, bool slice_over);
   void check_fingerprint(int rank);
   [[noreturn]] void raise_abort() const;
+  // "rank 5": segment rank r by its context rank, the one a user knows.
+  std::string name(int rank) const;
   // "allreduce (shm, collective #3 on tag 0) on the shared-memory segment"
   std::string what() const;
 
@@ -102,6 +108,7 @@ class HostSegment {
   uint8_t* data_;  // the buffers
   int rank_;
   int size_;
+  std::vector<int> context_ranks_;  // per segment rank
   size_t chunk_;
   WaitPolicy policy_;  // polls, yields or sleeps by the host's load (one call at a time)
   std::vector<std::unique_ptr<ProcessWatch>> watches_;  // per rank; null for this process

@@ -164,7 +164,8 @@ class Phases {
   // algorithm among them.
   void run_on_host(const Call& phase) const {
     std::string group = "host" + std::to_string(layout_.mine().front());
-    HostSegment* segment = call_.context->host_segment(phase, shm_chunk_bytes(), group);
+    HostSegment* segment =
+        call_.context->host_segment(phase, shm_chunk_bytes(), group, layout_.mine());
     if (segment == nullptr) {
       message_algorithm(phase).run(phase);
       return;
@@ -177,27 +178,14 @@ class Phases {
       segment->abort(call_.rank, transport::ErrorKind::kMismatch, e.what());
       segment->end();
       throw;
-    } catch (const TimeoutError& e) {
-      segment->end();
-      throw TimeoutError(e.what() + in_segment());
-    } catch (const ConnectionError& e) {
-      segment->end();
-      throw ConnectionError(e.what() + in_segment());
     } catch (...) {
+      // (The segment's texts name context ranks; a relayed abort keeps its cause.)
       segment->end();
       throw;
     }
     segment->end();
   }
   void run_on_leaders(const Call& phase) const { message_algorithm(phase).run(phase); }
-
-  // The segment numbers the host's ranks from 0: what its messages mean in context ranks.
-  std::string in_segment() const {
-    std::string text = " (the hierarchical phase on this host's segment, whose ranks 0..";
-    text += std::to_string(layout_.mine().size() - 1) + " are context ranks";
-    for (int r : layout_.mine()) text += " " + std::to_string(r);
-    return text + ")";
-  }
 
  private:
   std::vector<int> leaders_for(int root) const {

@@ -5,7 +5,8 @@
 // than one segment chunk, float32 sum, int32 max and float64 avg, roots 0, a non-leader and the
 // last rank, on 4 hosts x 2 ranks and on uneven hosts (3+2+2+1), against the independent
 // reference of test/collectives/reference.h; also on a host whose segment cannot be made. And:
-// where auto takes it, where it is refused, and that a mismatched or dead rank fails every rank.
+// where auto takes it, where it is refused, and that a mismatched or dead rank fails every rank
+// with a text that names it by its context rank.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -273,12 +274,46 @@ TEST(Hierarchical, MismatchedRankFailsEveryRank) {
   }));
 }
 
-// A non-leader that dies during the call: every other rank fails naming it (by its context
-// rank, also where the segment saw it), within seconds.
+// Rank 5 (host c's second rank) reduces with max, the others with sum: host c's segment finds
+// the mismatch between its ranks 4 and 5, and every rank raises it naming them by their context
+// ranks, never by their ranks in the segment (0 and 1). (Before, every rank read "rank 0 in
+// allreduce #0 (... sum ...) found rank 1 in allreduce #0 (... max ...)".)
+TEST(Hierarchical, MismatchInASegmentNamesContextRanks) {
+  expect_all_ok(run_hosts(kFourByTwo, [](Context& context) {
+    CollectiveOptions options;
+    options.algorithm = "hierarchical";
+    options.timeout = std::chrono::milliseconds(20000);
+    std::vector<float> data(1001, 1.0f);
+    const ReduceOp op = context.rank() == 5 ? ReduceOp::kMax : ReduceOp::kSum;
+    try {
+      allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32, op, options);
+      ADD_FAILURE() << "rank " << context.rank() << ": allreduce succeeded";
+    } catch (const Error& e) {
+      // Host c's ranks raise a MismatchError, the other hosts' the abort that relays it.
+      std::string text = e.what();
+      if (context.rank() == 4 || context.rank() == 5) {
+        EXPECT_NE(dynamic_cast<const MismatchError*>(&e), nullptr) << text;
+      }
+      EXPECT_NE(text.find("collective mismatch"), std::string::npos) << text;
+      EXPECT_NE(text.find("rank 4 in "), std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+      EXPECT_NE(text.find("rank 5 in "), std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+      EXPECT_EQ(text.find("rank 0 in "), std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+      EXPECT_EQ(text.find("rank 1 in "), std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+    }
+  }));
+}
+
+// A non-leader that dies during the call (rank 5, host c's second rank): every other rank fails
+// naming it by its context rank, also its host peer, which saw it die in their segment (where it
+// is rank 1 and the peer rank 0), within seconds.
 TEST(Hierarchical, DeadRankFailsEveryRank) {
   expect_all_ok(run_hosts(kFourByTwo, [](Context& context) {
     barrier(context);
-    if (context.rank() == 3) {
+    if (context.rank() == 5) {
       // Gone while the others wait for it in the call (rather than in the barrier's tail).
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       _exit(0);
@@ -292,11 +327,14 @@ TEST(Hierarchical, DeadRankFailsEveryRank) {
                 options);
       ADD_FAILURE() << "rank " << context.rank() << ": allreduce succeeded";
     } catch (const Error& e) {
-      // Over the network "rank 3"; its host peer sees segment rank 1, mapped in the text.
       std::string text = e.what();
-      EXPECT_TRUE(text.find("rank 3 ") != std::string::npos ||
-                  text.find("rank 3)") != std::string::npos ||
-                  text.find("context ranks 2 3") != std::string::npos)
+      EXPECT_TRUE(text.find("rank 5 ") != std::string::npos ||
+                  text.find("rank 5)") != std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+      // Segment ranks would read "rank 1 (pid ...) died while rank 0 waited".
+      EXPECT_EQ(text.find("rank 1 (pid"), std::string::npos)
+          << "rank " << context.rank() << ": " << text;
+      EXPECT_EQ(text.find("while rank 0 waited"), std::string::npos)
           << "rank " << context.rank() << ": " << text;
     }
     EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(15));
