@@ -279,14 +279,33 @@ bool MatchingMesh::reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint)
   return true;
 }
 
-void MatchingMesh::reject_stray_messages(uint64_t tag) {
+void MatchingMesh::reject_stray_messages(uint64_t tag, uint64_t previous) {
   if (mesh_failure_.failed()) return;
-  for (const auto& [queued_tag, messages] : unexpected_) {
-    if (tags::stream_of(queued_tag) != tags::stream_of(tag)) continue;
+  // The mesh is aborted at the first stray; the queue stays as it is (nothing matches it now).
+  auto reject_any = [this](uint64_t queued_tag, const auto& messages) {
     for (const auto& message : messages) {
-      // The mesh is aborted at the first; the queue stays as it is (nothing matches it now).
-      if (reject_if_stray(message->peer, queued_tag, message->fingerprint)) return;
+      if (reject_if_stray(message->peer, queued_tag, message->fingerprint)) return true;
     }
+    return false;
+  };
+  // Every message was judged when it arrived; entering this call changes the verdict only of
+  // those under the numbers from the previous call's to this one's. Looking those up keeps a
+  // call O(1) when a fast peer is far ahead (a root that ran 800,000 broadcasts ahead made a
+  // scan of the whole queue per call quadratic); a first call, or a long gap, scans instead.
+  const uint16_t stream = tags::stream_of(tag);
+  const uint64_t gap = previous == CallHistory::kNone
+                           ? ~uint64_t{0}
+                           : (tags::sequence_of(tag) - previous) & tags::kSequenceMask;
+  if (gap < unexpected_.size()) {
+    for (uint64_t i = 0; i <= gap; ++i) {
+      uint64_t queued_tag = tags::collective(stream, (previous + i) & tags::kSequenceMask);
+      auto found = unexpected_.find(queued_tag);
+      if (found != unexpected_.end() && reject_any(queued_tag, found->second)) return;
+    }
+    return;
+  }
+  for (const auto& [queued_tag, messages] : unexpected_) {
+    if (tags::stream_of(queued_tag) == stream && reject_any(queued_tag, messages)) return;
   }
 }
 

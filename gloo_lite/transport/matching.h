@@ -226,11 +226,16 @@ class MatchingMesh : public Mesh {
   // the stream (calls_): when no call of this rank can take it (CallHistory's kPassed and
   // kOtherCall), the mesh is aborted with a MismatchError naming both calls, and true.
   bool reject_if_stray(int peer, uint64_t tag, uint64_t fingerprint);
-  // This rank starts a call under `tag`: judges every message waiting on the stream.
-  void reject_stray_messages(uint64_t tag);
+  // This rank starts a call under `tag`, having posted under call number `previous` before
+  // (CallHistory::kNone: none): judges the messages waiting on the stream whose verdict this
+  // changes, those from `previous` to this call's number.
+  void reject_stray_messages(uint64_t tag, uint64_t previous);
   // A post under `tag` of the call `fingerprint` (send or receive): notes the call.
   void enter_call(uint64_t tag, uint64_t fingerprint) {
-    if (calls_.enter(tag, fingerprint) && !unexpected_.empty()) reject_stray_messages(tag);
+    uint64_t previous;
+    if (calls_.enter(tag, fingerprint, &previous) && !unexpected_.empty()) {
+      reject_stray_messages(tag, previous);
+    }
   }
 
   const char* log_subsystem_;

@@ -39,13 +39,17 @@ class CallHistory {
 
   // Notes a post under `tag` of the call `fingerprint`. True when it starts a call this rank
   // had not posted under before (the stream moved on): the caller then judges what waits.
-  bool enter(uint64_t tag, uint64_t fingerprint) {
+  // `previous` gets the number of the call posted under before on the stream, kNone if none.
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  bool enter(uint64_t tag, uint64_t fingerprint, uint64_t* previous) {
+    *previous = kNone;
     if (!tracked(tag, fingerprint)) return false;
     Stream& stream = streams_[tags::stream_of(tag)];
     uint64_t sequence = tags::sequence_of(tag);
     if (stream.calls > 0) {
       const Entry& latest = stream.ring[(stream.calls - 1) % kKept];
       if (latest.sequence == sequence || before(sequence, latest.sequence)) return false;
+      *previous = latest.sequence;
     }
     stream.ring[stream.calls % kKept] = {sequence, fingerprint};
     ++stream.calls;
