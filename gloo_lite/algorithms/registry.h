@@ -36,6 +36,14 @@ struct Algorithm {
 // The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds.
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model);
 
+// The algorithms of `call`'s collective that support it, cheapest estimate first (ties in
+// registry order): what `auto` chooses from, and what gloo_lite_tuner prints.
+struct Ranked {
+  const Algorithm* algorithm;
+  double estimate;  // seconds
+};
+std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model);
+
 // Every registered algorithm, in registry order.
 const std::vector<Algorithm>& all_algorithms();
 
@@ -54,6 +62,13 @@ std::vector<std::pair<std::string, std::string>> parse_algorithm_spec(const std:
 // names an unknown collective, or an algorithm that the collective (or, for a bare name, every
 // collective) lacks. "auto" is valid everywhere.
 void check_algorithm_spec(const std::string& spec);
+
+// The host of every rank of `call`: its context's, else the cluster it describes (call.hosts,
+// gloo_lite_tuner's); nullptr when neither says.
+const std::vector<std::string>* hosts_of(const Call& call);
+// Whether the hosts the call describes (without a context) are one: false when it spans
+// several, true when it names none (a call's shape alone, as tests ask).
+bool described_on_one_host(const Call& call);
 
 // log2 helpers for cost formulas.
 int ceil_log2(int n);

@@ -31,9 +31,11 @@ size_t chunk_bytes() {
 
 bool supports(const Call& call) {
   // A reduce_scatter step gives each rank's block chunk/P bytes: at least one element. Without
-  // a context (a call's shape alone, as tests ask) only the shape is judged.
+  // a context (a call's shape alone, as tests ask) only the shape and the hosts it describes
+  // (gloo_lite_tuner's cluster) are judged.
   return chunk_bytes() / static_cast<size_t>(call.size) >= call.element &&
-         (call.context == nullptr || call.context->shm_collectives_allowed());
+         (call.context == nullptr ? described_on_one_host(call)
+                                  : call.context->shm_collectives_allowed());
 }
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
