@@ -218,9 +218,9 @@ int cluster_usage(const std::vector<std::string>& args) {
   const algo::CostModel& model = algo::CostModel::get();
   std::printf(
       "# %d hosts x %d ranks (P = %d), %.3g cores per host; network alpha %.1f us, %.3g Gb/s; "
-      "gamma %.2f GB/s, overhead %.1f us per message; float32\n",
-      hosts, per_host, p, cores, model.alpha * 1e6, 8e-9 / model.beta, 1e-9 / model.gamma,
-      model.overhead * 1e6);
+      "shm alpha %.1f us, %.3g Gb/s; gamma %.2f GB/s, overhead %.1f us per message; float32\n",
+      hosts, per_host, p, cores, model.alpha * 1e6, 8e-9 / model.beta, model.shm_alpha * 1e6,
+      8e-9 / model.shm_beta, 1e-9 / model.gamma, model.overhead * 1e6);
   std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", "# collective", "bytes", "auto", "time",
               "runner-up", "time");
   for (const CollectiveInfo* info : collectives) {

@@ -15,14 +15,30 @@ const CostModel& CostModel::get() {
   static const CostModel model{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
                                1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
                                1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6};
+                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
+                               knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
+                               1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9)};
   return model;
+}
+
+CostModel CostModel::on_one_host() const {
+  CostModel local = *this;
+  local.alpha = shm_alpha;
+  local.beta = shm_beta;
+  return local;
+}
+
+bool over_shm(const Call& call) {
+  if (call.context != nullptr) return call.size > 1 && call.context->shm_collectives_allowed();
+  return call.hosts != nullptr && call.size > 1 && described_on_one_host(call);
 }
 
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model) {
   // Each core serves max(1, ranks per core) ranks, whose messages it handles one after another.
   double host = algorithm.messages(call) * model.overhead * std::max(1.0, call.ranks_per_core);
-  return std::max(algorithm.cost(call, model), host);
+  double cost =
+      over_shm(call) ? algorithm.cost(call, model.on_one_host()) : algorithm.cost(call, model);
+  return std::max(cost, host);
 }
 
 std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
