@@ -17,7 +17,8 @@ const CostModel& CostModel::get() {
                                1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
                                knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
                                knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
-                               1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9)};
+                               1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9),
+                               knob_double("GLOO_LITE_WAIT_US") * 1e-6};
   return model;
 }
 
@@ -26,6 +27,12 @@ CostModel CostModel::on_one_host() const {
   local.alpha = shm_alpha;
   local.beta = shm_beta;
   return local;
+}
+
+double latency(double steps, double depth, const CostModel& model) {
+  // The wait cannot exceed a step's whole latency (GLOO_LITE_WAIT_US above GLOO_LITE_ALPHA_US).
+  double wait = std::min(model.wait, model.alpha);
+  return (steps - depth) * (model.alpha - wait) + depth * model.alpha;
 }
 
 bool over_shm(const Call& call) {

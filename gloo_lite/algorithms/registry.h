@@ -26,8 +26,13 @@ struct CostModel {
   // defaults are those of GLOO_LITE_SHM_ALPHA_US and GLOO_LITE_SHM_BETA_GBPS.
   double shm_alpha = 1e-6;
   double shm_beta = 1 / 6e9;
+  // The part of alpha that is waiting: a step whose send must wait for a message the rank is
+  // still to receive (a dependent round) costs alpha; a step that waits for nothing (the
+  // independent sends of direct and pairwise) keeps the rank's port busy for alpha - wait only.
+  // 0 (the default here, as for models written out in tests): every step costs alpha.
+  double wait = 0;
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
-  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS.
+  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US.
   static const CostModel& get();
   // This model with the shared-memory alpha and beta in place of the network's: the constants
   // of a message algorithm whose every pair shares a host.
@@ -84,6 +89,11 @@ const std::vector<std::string>* hosts_of(const Call& call);
 // Whether the hosts the call describes (without a context) are one: false when it spans
 // several, true when it names none (a call's shape alone, as tests ask).
 bool described_on_one_host(const Call& call);
+
+// The latency term of `steps` single-port steps of which `depth` are dependent rounds (a rank
+// must receive before it may send): (steps - depth) * (alpha - wait) + depth * alpha. Every
+// algorithm's cost is this with depth = steps, except where sends wait for nothing.
+double latency(double steps, double depth, const CostModel& model);
 
 // log2 helpers for cost formulas.
 int ceil_log2(int n);

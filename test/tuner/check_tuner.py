@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Runs gloo_lite_tuner (argv[1]) on described clusters and checks what it prints."""
+import os
 import re
 import subprocess
 import sys
@@ -53,6 +54,18 @@ slow = rows("--hosts", "16", "--ranks-per-host", "8", "--network-gbps", "1", "--
             "allreduce", "--sizes", "64M")
 expect(slow.get(("allreduce", "64 MiB"), (0, 0))[1] > big.get(("allreduce", "64 MiB"), (0, 1))[1],
        f"1 Gb/s not slower than 25 Gb/s: {slow} vs {big}")
+# The dependency-depth term (GLOO_LITE_WAIT_US): direct's independent sends cost less than the
+# ring's dependent steps once the path outweighs the host term; without it they tie on steps.
+
+def reduce_scatter_256k(wait):
+    env = dict(os.environ, GLOO_LITE_WAIT_US=wait)
+    done = subprocess.run([TUNER, "--hosts", "8", "--ranks-per-host", "1", "--collective",
+                           "reduce_scatter", "--sizes", "256K"], capture_output=True, text=True,
+                          env=env, timeout=30)
+    lines = [l for l in done.stdout.splitlines() if l.startswith("reduce_scatter")]
+    return lines[0].split()[3] if lines else done.stderr
+expect(reduce_scatter_256k("10") == "direct", f"wait 10 us: {reduce_scatter_256k('10')}")
+expect(reduce_scatter_256k("0") == "ring", f"wait 0: {reduce_scatter_256k('0')}")
 # Every collective by default.
 everything = rows("--hosts", "2", "--ranks-per-host", "2", "--sizes", "1K")
 expect(len({name for name, _ in everything}) >= 6, f"default collectives: {sorted(everything)}")
