@@ -59,9 +59,8 @@ std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
   for (size_t i = 1; i < ranked.size(); ++i) {
     if (ranked[i].estimate < ranked[best].estimate * (1 - 1e-9)) best = i;
   }
-  if (!ranked.empty())
-    std::rotate(ranked.begin(), ranked.begin() + best, ranked.begin() + best + 1);
   if (ranked.size() > 1) {
+    std::rotate(ranked.begin(), ranked.begin() + best, ranked.begin() + best + 1);
     std::stable_sort(ranked.begin() + 1, ranked.end(),
                      [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
   }

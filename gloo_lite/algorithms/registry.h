@@ -28,7 +28,7 @@ struct CostModel {
   double shm_beta = 1 / 6e9;
   // The part of alpha that is waiting: a step whose send must wait for a message the rank is
   // still to receive (a dependent round) costs alpha; a step that waits for nothing (the
-  // independent sends of direct and pairwise) keeps the rank's port busy for alpha - wait only.
+  // independent sends of direct) keeps the rank's port busy for alpha - wait only.
   // 0 (the default here, as for models written out in tests): every step costs alpha.
   double wait = 0;
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
