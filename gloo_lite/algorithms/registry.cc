@@ -22,30 +22,16 @@ const CostModel& CostModel::get() {
   return model;
 }
 
-CostModel CostModel::on_one_host() const {
-  CostModel local = *this;
-  local.alpha = shm_alpha;
-  local.beta = shm_beta;
-  return local;
-}
-
 double latency(double steps, double depth, const CostModel& model) {
   // The wait cannot exceed a step's whole latency (GLOO_LITE_WAIT_US above GLOO_LITE_ALPHA_US).
   double wait = std::min(model.wait, model.alpha);
   return (steps - depth) * (model.alpha - wait) + depth * model.alpha;
 }
 
-bool over_shm(const Call& call) {
-  if (call.context != nullptr) return call.size > 1 && call.context->shm_collectives_allowed();
-  return call.hosts != nullptr && call.size > 1 && described_on_one_host(call);
-}
-
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model) {
   // Each core serves max(1, ranks per core) ranks, whose messages it handles one after another.
   double host = algorithm.messages(call) * model.overhead * std::max(1.0, call.ranks_per_core);
-  double cost =
-      over_shm(call) ? algorithm.cost(call, model.on_one_host()) : algorithm.cost(call, model);
-  return std::max(cost, host);
+  return std::max(algorithm.cost(call, model), host);
 }
 
 std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {

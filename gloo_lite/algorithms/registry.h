@@ -20,10 +20,12 @@ struct CostModel {
   double beta;          // seconds per byte on the wire
   double gamma;         // seconds per byte of reduction input
   double overhead = 0;  // CPU seconds per message (send, receive, wake-up)
-  // Between ranks of one host over shared memory: seconds per step (a flag its reader sees) and
-  // per byte copied. What the shm collectives and hierarchical's per-host phases cost, and the
-  // alpha and beta of a message algorithm on a context whose ranks share one host. The
-  // defaults are those of GLOO_LITE_SHM_ALPHA_US and GLOO_LITE_SHM_BETA_GBPS.
+  // Between ranks of one host in a shared segment: seconds per step (a flag its reader sees)
+  // and per byte copied. What the shm collectives and hierarchical's per-host phases cost. A
+  // message algorithm keeps alpha and beta on one host too: charging it these made auto take
+  // ring and recursive doubling over shm at P = 2 from 256 KiB, 1.5-2.5x slower as measured
+  // (docs/algorithms.md, "Shared memory"). The defaults are those of GLOO_LITE_SHM_ALPHA_US and
+  // GLOO_LITE_SHM_BETA_GBPS.
   double shm_alpha = 1e-6;
   double shm_beta = 1 / 6e9;
   // The part of alpha that is waiting: a step whose send must wait for a message the rank is
@@ -34,9 +36,6 @@ struct CostModel {
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
   // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US.
   static const CostModel& get();
-  // This model with the shared-memory alpha and beta in place of the network's: the constants
-  // of a message algorithm whose every pair shares a host.
-  CostModel on_one_host() const;
 };
 
 struct Algorithm {
@@ -48,12 +47,7 @@ struct Algorithm {
   void (*run)(const Call& call);
 };
 
-// Whether every pair of `call` talks through shared memory: a context on one host whose knobs
-// allow it (shm_collectives_allowed), or a described cluster of one host.
-bool over_shm(const Call& call);
-
-// The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds; the
-// cost at model.on_one_host() where over_shm(call).
+// The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds.
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model);
 
 // The algorithms of `call`'s collective that support it, cheapest estimate first (ties in
