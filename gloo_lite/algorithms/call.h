@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gloo_lite/collective_info.h"
@@ -57,6 +58,9 @@ struct Call {
   Deadline deadline = Deadline::never();
   // Ranks per CPU on the busiest host (Context::ranks_per_core), for the tuner's host term.
   double ranks_per_core = 1;
+  // The host of every rank where no context says it: a cluster described to gloo_lite_tuner, so
+  // that the hierarchical family's supports and cost see its layout. Ignored with a context.
+  const std::vector<std::string>* hosts = nullptr;
 
   // What every call on `context` shares, the part the tuner reads: context, ranks, host load,
   // collective, type, op and root. Buffers, counts, tag and deadline are the caller's to fill.

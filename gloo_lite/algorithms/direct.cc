@@ -182,24 +182,28 @@ double steps(const Call& call) { return call.size - 1; }
 double n_bytes(const Call& call) { return static_cast<double>(call.total_bytes()); }
 double share(const Call& call) { return (call.size - 1.0) / call.size * n_bytes(call); }
 
+// Every send is posted at once and waits for no receipt: P-1 steps on the port, one round of
+// dependency depth (latency()).
+double direct_latency(const Call& call, const CostModel& m) { return latency(steps(call), 1, m); }
+
 // allreduce: P-1 steps, (P-1) * n on the wire and reduced.
 double cost_allreduce(const Call& call, const CostModel& m) {
-  return steps(call) * (m.alpha + n_bytes(call) * (m.beta + m.gamma));
+  return direct_latency(call, m) + steps(call) * n_bytes(call) * (m.beta + m.gamma);
 }
 // reduce_scatter: P-1 steps, (P-1)/P * n on the wire and reduced.
 double cost_reduce_scatter(const Call& call, const CostModel& m) {
-  return steps(call) * m.alpha + share(call) * (m.beta + m.gamma);
+  return direct_latency(call, m) + share(call) * (m.beta + m.gamma);
 }
 // allgather, gather, scatter, alltoall: P-1 steps, (P-1)/P * n on the wire.
 double cost_blocks(const Call& call, const CostModel& m) {
-  return steps(call) * m.alpha + share(call) * m.beta;
+  return direct_latency(call, m) + share(call) * m.beta;
 }
 // broadcast: P-1 steps, (P-1) * n on the wire (the root sends n to each peer).
 double cost_broadcast(const Call& call, const CostModel& m) {
-  return steps(call) * (m.alpha + n_bytes(call) * m.beta);
+  return direct_latency(call, m) + steps(call) * n_bytes(call) * m.beta;
 }
 // barrier: P-1 steps, nothing on the wire.
-double cost_barrier(const Call& call, const CostModel& m) { return steps(call) * m.alpha; }
+double cost_barrier(const Call& call, const CostModel& m) { return direct_latency(call, m); }
 
 // Messages: every rank sends to every peer, except in the rooted collectives, where only the
 // root talks to the others and each of them once.

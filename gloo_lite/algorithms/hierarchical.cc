@@ -42,10 +42,9 @@ struct Layout {
   const std::vector<int>& mine() const { return hosts[host]; }
 };
 
-Layout layout_of(const Context& context, int rank) {
+Layout layout_of(const std::vector<std::string>& names, int rank) {
   Layout layout;
   std::map<std::string, int> index;
-  const std::vector<std::string>& names = context.hosts();
   for (int r = 0; r < static_cast<int>(names.size()); ++r) {
     auto [found, added] = index.emplace(names[r], static_cast<int>(layout.hosts.size()));
     if (added) layout.hosts.emplace_back();
@@ -65,6 +64,8 @@ Layout layout_of(const Context& context, int rank) {
   return layout;
 }
 
+Layout layout_of(const Context& context, int rank) { return layout_of(context.hosts(), rank); }
+
 // The host index of `rank` and its index there.
 std::pair<int, int> place_of(const Layout& layout, int rank) {
   for (int h = 0; h < static_cast<int>(layout.hosts.size()); ++h) {
@@ -76,10 +77,14 @@ std::pair<int, int> place_of(const Layout& layout, int rank) {
 }
 
 bool supports(const Call& call) {
-  // Only a context knows the hosts: a call's shape alone is never hierarchical.
-  if (call.context == nullptr || !call.context->shm_knobs_allow()) return false;
-  if (static_cast<int>(call.context->hosts().size()) != call.size) return false;
-  Layout layout = layout_of(*call.context, call.rank);
+  // Only a context (or a cluster described to the tuner, which assumes the knobs allow the
+  // segments) knows the hosts: a call's shape alone is never hierarchical.
+  const std::vector<std::string>* names = hosts_of(call);
+  if (names == nullptr || (call.context != nullptr && !call.context->shm_knobs_allow())) {
+    return false;
+  }
+  if (static_cast<int>(names->size()) != call.size) return false;
+  Layout layout = layout_of(*names, call.rank);
   if (layout.hosts.size() < 2 || layout.widest < 2) return false;
   // A segment's reduce_scatter step gives each rank chunk/L bytes: at least one element.
   if (shm_chunk_bytes() / layout.widest < call.element) return false;
@@ -552,8 +557,9 @@ bool broadcast_in_lanes(const Call& call, const Layout& layout, const CostModel&
 }
 
 double cost(const Call& call, const CostModel& model) {
-  if (call.context == nullptr) return std::numeric_limits<double>::infinity();
-  Layout layout = layout_of(*call.context, call.rank);
+  const std::vector<std::string>* names = hosts_of(call);
+  if (names == nullptr) return std::numeric_limits<double>::infinity();
+  Layout layout = layout_of(*names, call.rank);
   PhaseCosts costs(call, layout, model);
   const size_t n = costs.elements();
   const size_t own_host = n * layout.widest / call.size;  // about one host's share

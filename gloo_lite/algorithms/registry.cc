@@ -15,14 +15,42 @@ const CostModel& CostModel::get() {
   static const CostModel model{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
                                1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
                                1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6};
+                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
+                               knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
+                               1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9),
+                               knob_double("GLOO_LITE_WAIT_US") * 1e-6};
   return model;
+}
+
+double latency(double steps, double depth, const CostModel& model) {
+  // The wait cannot exceed a step's whole latency (GLOO_LITE_WAIT_US above GLOO_LITE_ALPHA_US).
+  double wait = std::min(model.wait, model.alpha);
+  return (steps - depth) * (model.alpha - wait) + depth * model.alpha;
 }
 
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model) {
   // Each core serves max(1, ranks per core) ranks, whose messages it handles one after another.
   double host = algorithm.messages(call) * model.overhead * std::max(1.0, call.ranks_per_core);
   return std::max(algorithm.cost(call, model), host);
+}
+
+std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
+  std::vector<Ranked> ranked;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
+    ranked.push_back({&algorithm, estimate(algorithm, call, model)});
+  }
+  // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
+  size_t best = 0;
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    if (ranked[i].estimate < ranked[best].estimate * (1 - 1e-9)) best = i;
+  }
+  if (ranked.size() > 1) {
+    std::rotate(ranked.begin(), ranked.begin() + best, ranked.begin() + best + 1);
+    std::stable_sort(ranked.begin() + 1, ranked.end(),
+                     [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
+  }
+  return ranked;
 }
 
 const std::vector<Algorithm>& all_algorithms() {
@@ -36,6 +64,16 @@ const std::vector<Algorithm>& all_algorithms() {
     return all;
   }();
   return table;
+}
+
+const std::vector<std::string>* hosts_of(const Call& call) {
+  return call.context != nullptr ? &call.context->hosts() : call.hosts;
+}
+
+bool described_on_one_host(const Call& call) {
+  if (call.hosts == nullptr) return true;
+  const auto& hosts = *call.hosts;
+  return std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
 }
 
 int ceil_log2(int n) {
@@ -167,21 +205,11 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
     // the tuner rather than failing a job that set it globally.
     if (algorithm != nullptr && algorithm->supports(call)) return *algorithm;
   }
-  const Algorithm* best = nullptr;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
-    double cost = estimate(algorithm, call, CostModel::get());
-    // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
-    if (cost < best_cost * (1 - 1e-9)) {
-      best_cost = cost;
-      best = &algorithm;
-    }
-  }
-  if (best == nullptr) {
+  std::vector<Ranked> ranked = rank_algorithms(call, CostModel::get());
+  if (ranked.empty()) {
     throw InvalidArgument(std::string(collective) + ": no algorithm supports this call");
   }
-  return *best;
+  return *ranked.front().algorithm;
 }
 
 }  // namespace gloo_lite::algo

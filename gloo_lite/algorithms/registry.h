@@ -20,7 +20,21 @@ struct CostModel {
   double beta;          // seconds per byte on the wire
   double gamma;         // seconds per byte of reduction input
   double overhead = 0;  // CPU seconds per message (send, receive, wake-up)
-  // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US.
+  // Between ranks of one host in a shared segment: seconds per step (a flag its reader sees)
+  // and per byte copied. What the shm collectives and hierarchical's per-host phases cost. A
+  // message algorithm keeps alpha and beta on one host too: charging it these made auto take
+  // ring and recursive doubling over shm at P = 2 from 256 KiB, 1.5-2.5x slower as measured
+  // (docs/algorithms.md, "Shared memory"). The defaults are those of GLOO_LITE_SHM_ALPHA_US and
+  // GLOO_LITE_SHM_BETA_GBPS.
+  double shm_alpha = 1e-6;
+  double shm_beta = 1 / 6e9;
+  // The part of alpha that is waiting: a step whose send must wait for a message the rank is
+  // still to receive (a dependent round) costs alpha; a step that waits for nothing (the
+  // independent sends of direct) keeps the rank's port busy for alpha - wait only.
+  // 0 (the default here, as for models written out in tests): every step costs alpha.
+  double wait = 0;
+  // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
+  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US.
   static const CostModel& get();
 };
 
@@ -35,6 +49,14 @@ struct Algorithm {
 
 // The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds.
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model);
+
+// The algorithms of `call`'s collective that support it, cheapest estimate first (ties in
+// registry order): what `auto` chooses from, and what gloo_lite_tuner prints.
+struct Ranked {
+  const Algorithm* algorithm;
+  double estimate;  // seconds
+};
+std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model);
 
 // Every registered algorithm, in registry order.
 const std::vector<Algorithm>& all_algorithms();
@@ -54,6 +76,18 @@ std::vector<std::pair<std::string, std::string>> parse_algorithm_spec(const std:
 // names an unknown collective, or an algorithm that the collective (or, for a bare name, every
 // collective) lacks. "auto" is valid everywhere.
 void check_algorithm_spec(const std::string& spec);
+
+// The host of every rank of `call`: its context's, else the cluster it describes (call.hosts,
+// gloo_lite_tuner's); nullptr when neither says.
+const std::vector<std::string>* hosts_of(const Call& call);
+// Whether the hosts the call describes (without a context) are one: false when it spans
+// several, true when it names none (a call's shape alone, as tests ask).
+bool described_on_one_host(const Call& call);
+
+// The latency term of `steps` single-port steps of which `depth` are dependent rounds (a rank
+// must receive before it may send): (steps - depth) * (alpha - wait) + depth * alpha. Every
+// algorithm's cost is this with depth = steps, except where sends wait for nothing.
+double latency(double steps, double depth, const CostModel& model);
 
 // log2 helpers for cost formulas.
 int ceil_log2(int n);

@@ -31,9 +31,11 @@ size_t chunk_bytes() {
 
 bool supports(const Call& call) {
   // A reduce_scatter step gives each rank's block chunk/P bytes: at least one element. Without
-  // a context (a call's shape alone, as tests ask) only the shape is judged.
+  // a context (a call's shape alone, as tests ask) only the shape and the hosts it describes
+  // (gloo_lite_tuner's cluster) are judged.
   return chunk_bytes() / static_cast<size_t>(call.size) >= call.element &&
-         (call.context == nullptr || call.context->shm_collectives_allowed());
+         (call.context == nullptr ? described_on_one_host(call)
+                                  : call.context->shm_collectives_allowed());
 }
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -267,10 +269,8 @@ void run(const Call& call) {
   segment->end();
 }
 
-// --- cost: copies at memory bandwidth and flag round trips, on CPUs that the ranks share ---
-
-constexpr double kCopyBytesPerSecond = 6e9;
-constexpr double kFlagSeconds = 1e-6;
+// --- cost: copies at memory bandwidth and flag round trips, on CPUs that the ranks share
+// (the model's shm_beta and shm_alpha: GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_SHM_ALPHA_US) ---
 
 struct Work {
   double steps = 0;    // flag round trips on the critical path
@@ -314,8 +314,9 @@ double cost(const Call& call, const CostModel& model) {
   // copies share the same cores) is not either: on one host shm then wins at every size, as
   // measured (docs/algorithms.md, "shm measured"; scaling them made auto take
   // halving_doubling at P = 8 from 1 MiB, 2-4x slower there).
-  double flag = call.ranks_per_core > 1 ? 5 * kFlagSeconds * call.ranks_per_core : kFlagSeconds;
-  return work.steps * flag + work.copied / kCopyBytesPerSecond + work.reduced * model.gamma;
+  double flag =
+      call.ranks_per_core > 1 ? 5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
+  return work.steps * flag + work.copied * model.shm_beta + work.reduced * model.gamma;
 }
 
 double messages(const Call&) { return 0; }

@@ -201,6 +201,17 @@ const std::vector<Knob>& gloo_lite_knobs() {
        integer(0, 1 << 20)},
       {"GLOO_LITE_BETA_GBPS", "1.5", "Cost model: point-to-point bandwidth, GB/s",
        number(1e-6, 1e6)},
+      {"GLOO_LITE_SHM_ALPHA_US", "1",
+       "Cost model: latency of one step between ranks of one host over shared memory (a flag "
+       "seen by its reader), microseconds",
+       number(0, 1e6)},
+      {"GLOO_LITE_SHM_BETA_GBPS", "6",
+       "Cost model: copy bandwidth between ranks of one host over shared memory, GB/s",
+       number(1e-6, 1e6)},
+      {"GLOO_LITE_WAIT_US", "10",
+       "Cost model: the part of GLOO_LITE_ALPHA_US a rank waits for a message it must receive "
+       "before it may send; a step that waits for nothing costs alpha minus it, microseconds",
+       number(0, 1e6)},
       {"GLOO_LITE_GAMMA_GBPS", "20",
        "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)",
        number(1e-6, 1e6)},
