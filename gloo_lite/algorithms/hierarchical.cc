@@ -175,20 +175,7 @@ class Phases {
       message_algorithm(phase).run(phase);
       return;
     }
-    segment->begin(phase);
-    try {
-      run_shm_steps(phase, *segment);
-    } catch (const MismatchError& e) {
-      // Found by the transport: the host's ranks that wait in the segment must raise it too.
-      segment->abort(call_.rank, transport::ErrorKind::kMismatch, e.what());
-      segment->end();
-      throw;
-    } catch (...) {
-      // (The segment's texts name context ranks; a relayed abort keeps its cause.)
-      segment->end();
-      throw;
-    }
-    segment->end();
+    run_in_segment(phase, *segment, call_.rank, run_shm_steps);
   }
   void run_on_leaders(const Call& phase) const { message_algorithm(phase).run(phase); }
 

@@ -252,21 +252,7 @@ void run(const Call& call) {
     fallback(call).run(call);  // every rank got the same verdict
     return;
   }
-  segment->begin(call);
-  try {
-    Body(call, *segment);
-  } catch (const MismatchError& e) {
-    // Found by the transport (a peer runs another algorithm): the ranks that wait in the
-    // segment must raise it too. (TimeoutError: the hang report first; the context's failure
-    // reaches the segment after it.)
-    segment->abort(call.rank, transport::ErrorKind::kMismatch, e.what());
-    segment->end();
-    throw;
-  } catch (...) {
-    segment->end();
-    throw;
-  }
-  segment->end();
+  run_in_segment(call, *segment, call.rank, Body);
 }
 
 // --- cost: copies at memory bandwidth and flag round trips, on CPUs that the ranks share
@@ -356,6 +342,22 @@ std::vector<Algorithm> shm_algorithms() {
       {"shm", Collective::kReduce, supports, cost, messages, run<run_reduce>},
       {"shm", Collective::kBarrier, supports, cost, messages, run<run_barrier>},
   };
+}
+
+void run_in_segment(const Call& call, HostSegment& segment, int context_rank,
+                    void (*steps)(const Call&, HostSegment&)) {
+  segment.begin(call);
+  try {
+    steps(call, segment);
+  } catch (const MismatchError& e) {
+    segment.abort(context_rank, transport::ErrorKind::kMismatch, e.what());
+    segment.end();
+    throw;
+  } catch (...) {
+    segment.end();  // the segment's texts name context ranks; a relayed abort keeps its cause
+    throw;
+  }
+  segment.end();
 }
 
 }  // namespace gloo_lite::algo
