@@ -236,6 +236,15 @@ TEST(StrayMessageLegitimate, EarlyMessagesOfLaterCallsStillMatch) {
 // Judging what waits must not cost a pass over all of them per call (it made this quadratic:
 // gloo_lite_bench's ring broadcast at P = 2 never finished); every value is still checked.
 TEST(StrayMessageLegitimate, ARootFarAheadDoesNotSlowTheLateRank) {
+  // The bound is a native build's over TCP or shm: emulated RDMA (the VM stage) and the
+  // sanitizers' builds run every call many times slower, so there it would measure them.
+  const char* transport = ::getenv("GLOO_LITE_TEST_TRANSPORT");
+  if (transport != nullptr && std::strcmp(transport, "ibverbs") == 0) {
+    GTEST_SKIP() << "timing bound for TCP and shm only (ibverbs here is emulated)";
+  }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "timing bound for builds without sanitizers";
+#endif
   ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", "0");
   constexpr int kCalls = 60000;
   auto results = run_context_processes(
