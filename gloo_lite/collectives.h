@@ -45,10 +45,11 @@
 // hears only from its parent) returns its own arguments' right result, and the mismatch
 // surfaces at its next call that waits for the others (a barrier, an allreduce; a second
 // broadcast may also complete first, and so may an allreduce or a barrier to which the rank
-// that found the mismatch had sent its part before it looked: then the call after it). A rank that received the other call's message and only
-// destroys the context after the bad call logs one WARN with the mismatch at close. Ranks that
-// exchange no message under the call's tag cannot see each other's disagreement; GLOO_LITE_CHECK=1
-// (CollectiveOptions::check) compares every pair before each call for that guarantee.
+// that found the mismatch had sent its part before it looked: then the call after it). A rank that
+// received the other call's message and only destroys the context after the bad call logs one WARN
+// with the mismatch at close. Ranks that exchange no message under the call's tag cannot see each
+// other's disagreement; GLOO_LITE_CHECK=1 (CollectiveOptions::check) compares every pair before
+// each call for that guarantee.
 #pragma once
 
 #include <chrono>
