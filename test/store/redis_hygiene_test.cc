@@ -123,9 +123,12 @@ TEST(RedisHygiene, KeysOfAKilledJobExpire) {
         }
         store->wait({"done/0", "done/1"}, Deadline::after(seconds(10)));
         std::this_thread::sleep_for(milliseconds(2500));  // 2.5 TTLs
+        // Checked before the kill, which would hide a failed EXPECT: exiting 1 instead fails
+        // expect_only_victim_killed.
         RespClient look = server.client();
-        EXPECT_EQ(keys_in(look, "jobK/gloo_lite/ctx/1/addr/2").size(), 1u)
-            << "a live rank's key expired";
+        if (keys_in(look, "jobK/gloo_lite/ctx/1/addr/2").size() != 1) {
+          throw std::runtime_error("a live rank's key expired (not renewed)");
+        }
         kill(getpid(), SIGKILL);
       },
       seconds(30));
