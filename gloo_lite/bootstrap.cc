@@ -260,7 +260,7 @@ std::shared_ptr<Context> init_from_env(ContextOptions options) {
   if (!prefix.empty()) store = make_prefix_store(std::move(store), prefix);
 
   LOG_INFO("launcher", "rank " << info.rank << " of " << info.size << " (from " << info.source
-                               << "), store " << info.store_url
+                               << "), store " << redact_store_url(info.store_url)
                                << (prefix.empty() ? "" : " prefix " + prefix));
   options.report_failures = true;  // the ranks of this context are the launcher's
   return Context::create(std::move(store), info.rank, info.size, create_device_from_env(), options);

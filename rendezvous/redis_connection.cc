@@ -40,13 +40,23 @@ std::unique_ptr<RedisConnection> RedisConnection::open(const RedisEndpoint& endp
       std::unique_ptr<RedisConnection> connection(new RedisConnection(endpoint, context));
       std::vector<RedisCommand> handshake;
       std::string db = std::to_string(endpoint.db);
-      if (!endpoint.password.empty()) handshake.push_back({"AUTH", endpoint.password});
+      if (!endpoint.user.empty()) {
+        handshake.push_back({"AUTH", endpoint.user, endpoint.password});  // Redis 6 ACLs
+      } else if (!endpoint.password.empty()) {
+        handshake.push_back({"AUTH", endpoint.password});
+      }
       if (endpoint.db != 0) handshake.push_back({"SELECT", db});
       if (!handshake.empty()) {
         auto replies = connection->run(handshake, deadline);
+        // Redis's reply (WRONGPASS ..., or ERR for a server without ACLs) never echoes the
+        // password, so it may be quoted.
         if (!endpoint.password.empty() && replies[0]->type == REDIS_REPLY_ERROR) {
-          throw StoreError(endpoint.name + ": authentication failed (" + replies[0]->str +
-                           "); check the password in the URL");
+          std::string as =
+              endpoint.user.empty() ? "the default user" : "user '" + endpoint.user + "'";
+          throw StoreError(endpoint.name + ": authentication as " + as + " failed (" +
+                           std::string(replies[0]->str, replies[0]->len) +
+                           "); check the user and password in the URL (a user needs Redis 6 "
+                           "or later)");
         }
         for (const auto& reply : replies) expect_reply(reply, endpoint, "AUTH/SELECT");
       }
@@ -125,7 +135,7 @@ const redisReply& expect_reply(const RedisReply& reply, const RedisEndpoint& end
   if (message.rfind("NOAUTH", 0) == 0) {
     throw StoreError(endpoint.name +
                      ": Redis requires a password; give it in the URL as "
-                     "redis://:password@host:port");
+                     "redis://:password@host:port (or redis://user:password@host:port)");
   }
   throw StoreError(endpoint.name + ": " + what + " failed: " + message);
 }

@@ -17,9 +17,11 @@ namespace gloo_lite::store_detail {
 struct RedisEndpoint {
   std::string host;
   uint16_t port = 6379;
+  std::string user;  // a Redis 6 ACL user; empty: the default user
   std::string password;
   int db = 0;
-  std::string name;  // "redis://host:port/db", never showing the password
+  std::string name;   // "redis://[user@]host:port/db", never showing the password
+  int64_t ttl_s = 0;  // expiry of every key written (GLOO_LITE_REDIS_TTL_S); 0: none
 };
 
 // A binary-safe command argument viewing caller-owned bytes (no copy of large values).

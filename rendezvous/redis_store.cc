@@ -8,14 +8,17 @@
 // and the entry stays for waiters that arrive later. (A notify list with BLPOP would wake only
 // one waiter per element; BRPOPLPUSH rotation wakes all but needs a DEL+RPUSH pair per write
 // to stay bounded, and before Redis 6 takes whole seconds only.)
+// Every write is wrapped by RedisHygiene (redis_hygiene.h): expiry and deletion with its job.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
 #include "gloo_lite/base/backoff.h"
+#include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "rendezvous/connection_pool.h"
 #include "rendezvous/redis_connection.h"
+#include "rendezvous/redis_hygiene.h"
 #include "rendezvous/store_util.h"
 #include "rendezvous/stores.h"
 
@@ -43,17 +46,23 @@ RedisCommand notify_command(const std::string& notify) {
   return {"XADD", notify, "MAXLEN", "1", "*", "set", "1"};
 }
 
-class RedisStore final : public Store {
+class RedisStore final : public Store, private store_detail::RedisConnections {
  public:
   RedisStore(RedisEndpoint endpoint, const Deadline& deadline) : endpoint_(std::move(endpoint)) {
     pool_.give_back(RedisConnection::open(endpoint_, deadline));
   }
+  // The job's last handle deletes its keys; while the pool still exists.
+  ~RedisStore() override { hygiene_.close(); }
 
   // One round trip. The XADD also runs on overwrites: knowing whether the key is new would cost
   // a round trip before it, and MAXLEN keeps the stream at one entry either way.
   void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
     std::string notify = notify_key(key);
-    auto replies = exchange({{"SET", key, value}, notify_command(notify)}, deadline);
+    std::vector<std::string> written{key, notify};
+    size_t first = 0;
+    auto replies =
+        exchange(hygiene_.wrap(key, {{"SET", key, value}, notify_command(notify)}, written, &first),
+                 deadline);
     for (const auto& reply : replies) expect_reply(reply, endpoint_, "set");
   }
 
@@ -105,13 +114,19 @@ class RedisStore final : public Store {
   // so later increments cost one INCRBY and nothing else.
   int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     std::string text = std::to_string(delta);
-    auto replies = exchange({{"INCRBY", key, text}}, deadline);
+    std::vector<std::string> written{key};
+    size_t first = 0;
+    auto replies = exchange(hygiene_.wrap(key, {{"INCRBY", key, text}}, written, &first), deadline);
     const redisReply& reply =
-        expect_reply(replies[0], endpoint_, "add(" + store_detail::quote_key(key) + ")");
+        expect_reply(replies[first], endpoint_, "add(" + store_detail::quote_key(key) + ")");
     if (reply.type != REDIS_REPLY_INTEGER) malformed("INCRBY");
+    for (const auto& other : replies) expect_reply(other, endpoint_, "add");
     if (reply.integer == delta) {
-      std::string notify = notify_key(key);
-      expect_reply(exchange({notify_command(notify)}, deadline)[0], endpoint_, "add");
+      std::vector<std::string> notify{notify_key(key)};
+      for (const auto& other :
+           exchange(hygiene_.wrap(key, {notify_command(notify[0])}, notify, &first), deadline)) {
+        expect_reply(other, endpoint_, "add");
+      }
     }
     return reply.integer;
   }
@@ -127,9 +142,12 @@ class RedisStore final : public Store {
   }
 
   bool erase(const std::string& key, const Deadline& deadline) override {
-    auto replies = exchange({{"DEL", key}, {"DEL", notify_key(key)}}, deadline);
+    std::vector<std::string> erased{key, notify_key(key)};
+    std::vector<RedisCommand> commands{{"DEL", erased[0]}, {"DEL", erased[1]}};
+    for (auto& command : hygiene_.forget(key, erased)) commands.push_back(std::move(command));
+    auto replies = exchange(commands, deadline);
     bool existed = expect_reply(replies[0], endpoint_, "erase").integer > 0;
-    expect_reply(replies[1], endpoint_, "erase");
+    for (const auto& reply : replies) expect_reply(reply, endpoint_, "erase");
     return existed;
   }
 
@@ -177,13 +195,21 @@ class RedisStore final : public Store {
     return expect_reply(replies[0], endpoint_, "waiting").type != REDIS_REPLY_NIL;
   }
 
+  std::unique_ptr<RedisConnection> take(const Deadline& deadline) override {
+    std::unique_ptr<RedisConnection> connection = pool_.take();
+    if (!connection) connection = RedisConnection::open(endpoint_, deadline);
+    return connection;
+  }
+  void give_back(std::unique_ptr<RedisConnection> connection) override {
+    pool_.give_back(std::move(connection));
+  }
+
   // A connection that failed mid-exchange is dropped, never returned to the pool.
   std::vector<RedisReply> exchange(const std::vector<RedisCommand>& commands,
                                    const Deadline& deadline) {
-    std::unique_ptr<RedisConnection> connection = pool_.take();
-    if (!connection) connection = RedisConnection::open(endpoint_, deadline);
+    std::unique_ptr<RedisConnection> connection = take(deadline);
     auto replies = connection->run(commands, deadline);
-    pool_.give_back(std::move(connection));
+    give_back(std::move(connection));
     return replies;
   }
 
@@ -193,23 +219,35 @@ class RedisStore final : public Store {
 
   RedisEndpoint endpoint_;
   store_detail::ConnectionPool<RedisConnection> pool_;
+  store_detail::RedisHygiene hygiene_{endpoint_, *this};
 };
 
 }  // namespace
 
 std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
-                                        const std::string& password, int db,
-                                        const Deadline& deadline) {
+                                        const std::string& user, const std::string& password,
+                                        int db, const Deadline& deadline) {
   if (db < 0) throw InvalidArgument("make_redis_store: negative database index");
+  if (!user.empty() && password.empty()) {
+    throw InvalidArgument("make_redis_store: user '" + user + "' needs a password");
+  }
   RedisEndpoint endpoint;
   endpoint.host = host;
   endpoint.port = port;
+  endpoint.user = user;
   endpoint.password = password;
   endpoint.db = db;
+  endpoint.ttl_s = knob_int("GLOO_LITE_REDIS_TTL_S");
   bool v6 = host.find(':') != std::string::npos;
-  endpoint.name = "redis://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
-                  std::to_string(db);
+  endpoint.name = "redis://" + (user.empty() ? "" : user + "@") + (v6 ? "[" + host + "]" : host) +
+                  ":" + std::to_string(port) + "/" + std::to_string(db);
   return std::make_shared<RedisStore>(std::move(endpoint), deadline);
+}
+
+std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
+                                        const std::string& password, int db,
+                                        const Deadline& deadline) {
+  return make_redis_store(host, port, "", password, db, deadline);
 }
 
 }  // namespace gloo_lite

@@ -5,6 +5,13 @@
 namespace gloo_lite {
 
 std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
+                                        const std::string& password, int db,
+                                        const Deadline& deadline) {
+  return make_redis_store(host, port, "", password, db, deadline);
+}
+
+std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
+                                        const std::string& /*user*/,
                                         const std::string& /*password*/, int /*db*/,
                                         const Deadline& /*deadline*/) {
   throw InvalidArgument("redis://" + host + ":" + std::to_string(port) +

@@ -21,7 +21,8 @@ std::shared_ptr<Store> open_store(const std::string& url, const Deadline& deadli
   StoreUrl parsed = parse_store_url(url);
   if (parsed.scheme == "file") return make_file_store(parsed.path);
   if (parsed.scheme == "tcp") return make_tcp_store(parsed.host, parsed.port, deadline);
-  return make_redis_store(parsed.host, parsed.port, parsed.password, parsed.db, deadline);
+  return make_redis_store(parsed.host, parsed.port, parsed.user, parsed.password, parsed.db,
+                          deadline);
 }
 
 }  // namespace gloo_lite

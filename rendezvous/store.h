@@ -58,7 +58,8 @@ class Store {
 inline Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
 inline std::string to_string(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
 
-// Opens a store from a URL: file:///dir, tcp://host:port, redis://[:password@]host:port[/db].
+// Opens a store from a URL: file:///dir, tcp://host:port,
+// redis://[[user]:password@]host:port[/db] (rendezvous/store_url.h).
 // Throws InvalidArgument for an unknown scheme or malformed URL, StoreError when unreachable.
 std::shared_ptr<Store> open_store(const std::string& url, const Deadline& deadline);
 

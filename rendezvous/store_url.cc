@@ -9,12 +9,13 @@ namespace gloo_lite {
 
 const char* const kStoreUrlForms =
     "accepted forms: file:///absolute/dir, tcp://host:port, tcp://[ipv6]:port, "
-    "redis://[:password@]host[:port][/db]";
+    "redis://[[user]:password@]host[:port][/db]";
 
 namespace {
 
 [[noreturn]] void reject(const std::string& url, const std::string& problem) {
-  throw InvalidArgument("store URL '" + url + "': " + problem + "; " + kStoreUrlForms);
+  throw InvalidArgument("store URL '" + redact_store_url(url) + "': " + problem + "; " +
+                        kStoreUrlForms);
 }
 
 bool parse_decimal(const std::string& text, long long max, long long* out) {
@@ -69,8 +70,9 @@ void parse_authority(const std::string& url, const std::string& authority, int d
   out->port = static_cast<uint16_t>(port);
 }
 
-// Passwords may need characters that are special in URLs ('@', '/', ':'): %XX decodes them.
-std::string percent_decode(const std::string& url, const std::string& text) {
+// User names and passwords may need characters that are special in URLs ('@', '/', ':'): %XX
+// decodes them. `what` names the part in the message.
+std::string percent_decode(const std::string& url, const std::string& text, const char* what) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '%') {
@@ -79,7 +81,7 @@ std::string percent_decode(const std::string& url, const std::string& text) {
     }
     if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
         !std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      reject(url, "bad %-escape in the password");
+      reject(url, std::string("bad %-escape in the ") + what);
     }
     out.push_back(static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16)));
     i += 2;
@@ -93,10 +95,15 @@ void parse_redis(const std::string& url, const std::string& rest, StoreUrl* out)
   if (at != std::string::npos) {
     std::string userinfo = rest.substr(0, at);
     location = rest.substr(at + 1);
-    if (userinfo.empty() || userinfo.front() != ':') {
-      reject(url, "the password must be written ':password@' (Redis user names are not supported)");
+    // The first ':' ends the user name (a ':' in it must be %3A); the password may hold any.
+    size_t colon = userinfo.find(':');
+    if (colon == std::string::npos) {
+      reject(url,
+             "a user needs a password: write user:password@ (or :password@ for the "
+             "default user)");
     }
-    out->password = percent_decode(url, userinfo.substr(1));
+    out->user = percent_decode(url, userinfo.substr(0, colon), "user name");
+    out->password = percent_decode(url, userinfo.substr(colon + 1), "password");
     if (out->password.empty()) reject(url, "empty password");
   }
   std::string authority = location;
@@ -114,6 +121,21 @@ void parse_redis(const std::string& url, const std::string& rest, StoreUrl* out)
 }
 
 }  // namespace
+
+std::string redact_store_url(const std::string& url) {
+  size_t sep = url.find("://");
+  if (sep == std::string::npos || url.compare(0, sep, "file") == 0) return url;
+  // The parser takes the last '@' as the end of the user part (a password may hold '@' and '/'
+  // unescaped), so the redaction does too.
+  size_t start = sep + 3;
+  size_t at = url.rfind('@');
+  if (at == std::string::npos || at < start) return url;
+  size_t colon = url.find(':', start);
+  if (colon == std::string::npos || colon > at)
+    return url.substr(0, start) + "***" + url.substr(at);
+  if (colon + 1 == at) return url;  // an empty password: nothing to hide
+  return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
 
 StoreUrl parse_store_url(const std::string& url) {
   size_t sep = url.find("://");

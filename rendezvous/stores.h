@@ -20,7 +20,12 @@ std::shared_ptr<Store> make_file_store(const std::string& directory);
 std::shared_ptr<Store> make_tcp_store(const std::string& host, uint16_t port,
                                       const Deadline& deadline);
 
-// Redis over hiredis; InvalidArgument if gloo_lite was built without hiredis.
+// Redis over hiredis; InvalidArgument if gloo_lite was built without hiredis. `user` (with
+// `password`) authenticates as a Redis 6 ACL user; empty: the default user. Keys written expire
+// and a job's keys are deleted when its last handle closes (docs/stores.md, "Redis hygiene").
+std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
+                                        const std::string& user, const std::string& password,
+                                        int db, const Deadline& deadline);
 std::shared_ptr<Store> make_redis_store(const std::string& host, uint16_t port,
                                         const std::string& password, int db,
                                         const Deadline& deadline);

@@ -57,8 +57,13 @@ constexpr const char* kHarnessPrefixes[] = {"GLOO_LITE_TEST_", "GLOO_LITE_VM_"};
 const std::vector<Knob>& gloo_lite_knobs() {
   static const std::vector<Knob> knobs = {
       {"GLOO_LITE_STORE", "",
-       "Rendezvous store URL: file:///dir, tcp://host:port or redis://[:password@]host:port[/db]",
+       "Rendezvous store URL: file:///dir, tcp://host:port or "
+       "redis://[[user]:password@]host:port[/db]",
        text()},
+      {"GLOO_LITE_REDIS_TTL_S", "3600",
+       "Redis store: seconds until a key this process wrote expires, renewed every third of it "
+       "while the process lives (0: never expire); a killed job's keys vanish within it",
+       integer(0, 30 * 24 * 3600)},
       {"GLOO_LITE_RANK", "",
        "This process's rank (else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
        "SLURM_PROCID)",

@@ -38,6 +38,13 @@ TEST(StoreUrl, ParsesEachAcceptedForm) {
   StoreUrl redis6 = parse_store_url("redis://:pw@[fe80::2]:1/0");
   EXPECT_EQ(redis6.host, "fe80::2");
   EXPECT_EQ(redis6.port, 1);
+  EXPECT_TRUE(redis6.user.empty());
+
+  StoreUrl acl = parse_store_url("redis://job%40team:s3cret@cache:6380");
+  EXPECT_EQ(acl.user, "job@team");
+  EXPECT_EQ(acl.password, "s3cret");
+  EXPECT_EQ(acl.host, "cache");
+  EXPECT_EQ(acl.port, 6380);
 }
 
 class MalformedStoreUrl : public ::testing::TestWithParam<const char*> {};
@@ -53,10 +60,12 @@ TEST_P(MalformedStoreUrl, IsRejectedWithTheAcceptedForms) {
       FAIL() << GetParam() << " was accepted";
     } catch (const InvalidArgument& e) {
       std::string message = e.what();
-      EXPECT_NE(message.find(GetParam()), std::string::npos) << message;
+      // Quoted as given, except for a password ("p%4" below), which is never shown.
+      EXPECT_NE(message.find(redact_store_url(GetParam())), std::string::npos) << message;
+      EXPECT_EQ(message.find("p%4"), std::string::npos) << message;
       EXPECT_NE(message.find("file:///"), std::string::npos) << message;
       EXPECT_NE(message.find("tcp://host:port"), std::string::npos) << message;
-      EXPECT_NE(message.find("redis://[:password@]host"), std::string::npos) << message;
+      EXPECT_NE(message.find("redis://[[user]:password@]host"), std::string::npos) << message;
     }
   }
 }
@@ -67,7 +76,8 @@ INSTANTIATE_TEST_SUITE_P(Urls, MalformedStoreUrl,
                                            "tcp://host:65536", "tcp://host:12ab", "tcp://::1:80",
                                            "tcp://[::1:80", "tcp://[::1]80", "tcp://host:80/path",
                                            "file://relative/dir", "file://", "redis://",
-                                           "redis://user:pw@host:1", "redis://:@host:1",
+                                           "redis://user@host:1", "redis://user:@host:1",
+                                           "redis://u%zz:pw@host", "redis://:@host:1",
                                            "redis://host:1/db", "redis://host:1/-1",
                                            "redis://:p%4@host", "redis://host:99999"));
 
