@@ -15,7 +15,7 @@ namespace {
 
 bool same(const StoreUrl& x, const StoreUrl& y) {
   return x.scheme == y.scheme && x.path == y.path && x.host == y.host && x.port == y.port &&
-         x.password == y.password && x.db == y.db;
+         x.user == y.user && x.password == y.password && x.db == y.db;
 }
 
 std::string percent_encode(const std::string& text) {
@@ -40,7 +40,9 @@ std::string format(const StoreUrl& url) {
   std::string authority =
       (bracket ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
   if (url.scheme == "tcp") return "tcp://" + authority;
-  std::string userinfo = url.password.empty() ? "" : ":" + percent_encode(url.password) + "@";
+  bool has_userinfo = !url.user.empty() || !url.password.empty();
+  std::string userinfo =
+      has_userinfo ? percent_encode(url.user) + ":" + percent_encode(url.password) + "@" : "";
   return "redis://" + userinfo + authority + "/" + std::to_string(url.db);
 }
 
@@ -53,7 +55,7 @@ void check_well_formed(const StoreUrl& url) {
   FUZZ_CHECK(url.scheme == "tcp" || url.scheme == "redis");
   FUZZ_CHECK(!url.host.empty() && url.port != 0);
   FUZZ_CHECK(url.db >= 0);
-  if (url.scheme == "tcp") FUZZ_CHECK(url.password.empty() && url.db == 0);
+  if (url.scheme == "tcp") FUZZ_CHECK(url.user.empty() && url.password.empty() && url.db == 0);
 }
 
 }  // namespace
