@@ -415,8 +415,9 @@ struct TcpStoreServer::Impl {
       return false;
     }
     if (tcp_store::is_auth(c.request.op)) {
-      c.body = Bytes();
-      return authenticate(id, c, items) && clients.count(id) > 0;
+      bool alive = authenticate(id, c, items);  // items point into c.body: free it after
+      if (alive) c.body = Bytes();
+      return alive && clients.count(id) > 0;
     }
     auto outcome = service.handle(id, c.request, items, Clock::now());
     c.body = Bytes();
