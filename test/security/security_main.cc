@@ -5,6 +5,9 @@
 // `security_tests --connect-time N` (under gloo_lite_run) prints, on rank 0, how long
 // init_from_env took (store connection, rendezvous, mesh) and the median of N more contexts
 // created on the same store: the handshake's cost, for docs/security.md.
+// `security_tests --file-store-rank DIR RANK`: one of 2 ranks on a file store in DIR, an
+// allreduce over the TCP transport; a fresh process, so GLOO_LITE_LOG applies (the level is
+// read once per process).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include "gloo_lite/context.h"
 #include "rendezvous/store.h"
 #include "rendezvous/stores.h"
+#include "test/security/security_support.h"
 
 namespace {
 
@@ -79,6 +83,15 @@ int connect_time(int contexts) {
   return 0;
 }
 
+int file_store_rank(const std::string& dir, int rank) {
+  auto store = gloo_lite::make_file_store(dir);
+  auto context = gloo_lite::Context::create(store, rank, 2, gloo_lite::test::tcp_loopback_device());
+  std::vector<int32_t> value{rank + 1};
+  gloo_lite::allreduce(*context, value);
+  std::printf("sum %d\n", value[0]);
+  return value[0] == 3 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +105,14 @@ int main(int argc, char** argv) {
   }
   if (argc == 3 && std::strcmp(argv[1], "--connect-time") == 0) {
     return connect_time(std::atoi(argv[2]));
+  }
+  if (argc == 4 && std::strcmp(argv[1], "--file-store-rank") == 0) {
+    try {
+      return file_store_rank(argv[2], std::atoi(argv[3]));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank program: %s\n", e.what());
+      return 1;
+    }
   }
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -16,6 +16,7 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "rendezvous/stores.h"
+#include "test/launcher/command.h"
 #include "test/security/security_support.h"
 #include "test/support/test_support.h"
 #include "transport_tcp/wire.h"
@@ -283,30 +284,30 @@ TEST(TransportAuth, SecretWhereNoneIsConfiguredIsRefused) {
 }
 
 TEST(TransportAuth, SecretIsInNoLogLineAndNoStoreValue) {
-  ScopedEnv secret("GLOO_LITE_AUTH_SECRET", kSecret);
-  ScopedEnv level("GLOO_LITE_LOG", "trace");
-  TempDir store_dir, logs;
-  auto results = run_processes(
-      2,
-      [&](int rank) {
-        StderrToFile to_log(log_path(logs, rank));
-        // A context and a collective: the store then holds what a working job leaves there.
-        auto store = make_file_store(store_dir.path());
-        auto context = Context::create(store, rank, 2, tcp_loopback_device());
-        std::vector<int32_t> value{rank + 1};
-        allreduce(*context, value);
-        EXPECT_EQ(value[0], 3);
-      },
-      seconds(60));
-  expect_all_ok(results);
+  // Fresh processes (this binary's --file-store-rank), so that trace level applies to them.
+  TempDir store_dir;
+  std::vector<std::string> env{std::string("GLOO_LITE_AUTH_SECRET=") + kSecret,
+                               "GLOO_LITE_AUTH_FILE=", "GLOO_LITE_LOG=trace"};
+  std::vector<std::unique_ptr<Command>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.push_back(
+        std::make_unique<Command>(std::vector<std::string>{self_path(), "--file-store-rank",
+                                                           store_dir.path(), std::to_string(rank)},
+                                  env));
+  }
+  for (auto& rank : ranks) {
+    CommandResult result = rank->wait(seconds(60));
+    EXPECT_EQ(result.exit_code, 0) << result.describe();
+    EXPECT_NE(result.out.find("sum 3"), std::string::npos) << result.out;
+    EXPECT_NE(result.err.find("[tcp]"), std::string::npos)
+        << "trace logging wrote nothing of the transport: the check would prove nothing\n"
+        << result.err;
+    EXPECT_EQ(result.err.find(kSecret), std::string::npos) << result.err;
+    EXPECT_EQ(result.out.find(kSecret), std::string::npos) << result.out;
+  }
   std::string store = read_directory_files(store_dir.path());
   EXPECT_NE(store.find("addr"), std::string::npos) << "the store's contents were not read";
   EXPECT_EQ(store.find(kSecret), std::string::npos);
-  for (int rank = 0; rank < 2; ++rank) {
-    std::string log = read_whole_file(log_path(logs, rank));
-    EXPECT_FALSE(log.empty()) << "trace logging wrote nothing: the check would prove nothing";
-    EXPECT_EQ(log.find(kSecret), std::string::npos) << log;
-  }
 }
 
 }  // namespace
