@@ -57,6 +57,9 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   setup.secret = auth::configured_secret();
 
   std::vector<Handshake> pending;
+  // The last refusal of a connection that claimed each rank: a timeout names it, since a rank
+  // whose secret differs looks like a missing rank from here.
+  std::vector<std::string> refused(static_cast<size_t>(size_));
   for (int peer = 0; peer < rank_; ++peer) {
     if (!pairs_[peer]) continue;
     std::string what =
@@ -106,6 +109,10 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
           if (!handshake.why().empty()) {
             LOG_WARN("tcp", "rank " << rank_ << " rejected a connection from " << handshake.from()
                                     << ": " << handshake.why() << "; the rendezvous goes on");
+            if (handshake.peer() >= 0 && handshake.peer() < size_) {
+              refused[static_cast<size_t>(handshake.peer())] =
+                  handshake.from() + " (" + handshake.why() + ")";
+            }
           }
           break;
         case Handshake::Step::kFailed:
@@ -127,6 +134,10 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     for (int peer = 0; peer < size_; ++peer) {
       if (pairs_[peer] && !pairs_[peer]->fd_.valid()) {
         late += (late.empty() ? "" : ", ") + describe_peer(peer);
+        if (!refused[static_cast<size_t>(peer)].empty()) {
+          late +=
+              " [a connection claiming it was refused: " + refused[static_cast<size_t>(peer)] + "]";
+        }
       }
     }
     throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
