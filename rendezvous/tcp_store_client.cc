@@ -1,8 +1,11 @@
 // Client of TcpStoreServer. Each operation is one request and one response on a pooled
 // connection; get/wait send their remaining time and the server answers when the keys exist or
-// that time is up, so waiting costs a single round trip.
+// that time is up, so waiting costs a single round trip. With a secret configured, every new
+// connection first runs the mutual challenge-response (tcp_store_protocol.h, docs/security.md).
 #include <algorithm>
+#include <cstring>
 
+#include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/error.h"
 #include "rendezvous/connection_pool.h"
 #include "rendezvous/store_util.h"
@@ -34,7 +37,8 @@ struct Response {
 class TcpStore final : public Store {
  public:
   TcpStore(const std::string& host, uint16_t port, const Deadline& deadline)
-      : address_(SocketAddress::resolve(host, port)),
+      : secret_(auth::configured_secret()),
+        address_(SocketAddress::resolve(host, port)),
         name_(
             "tcp://" +
             (host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host) +
@@ -171,10 +175,22 @@ class TcpStore final : public Store {
   // opens a fresh one.
   Response exchange(Op op, const Bytes& message, const Deadline& connect_by,
                     const Deadline& deadline) {
-    std::string what = op_name(op);
     std::unique_ptr<Fd> connection = pool_.take();
-    if (!connection) connection = std::make_unique<Fd>(connect(op, connect_by));
-    int fd = connection->get();
+    if (!connection) connection = std::make_unique<Fd>(connect(op, connect_by, deadline));
+    Response response = round_trip(connection->get(), op, message, deadline);
+    // After an ERROR the server may close the connection (it does on protocol violations), so
+    // only connections that succeeded go back to the pool.
+    if (response.status != Status::kError) pool_.give_back(std::move(connection));
+    if (response.status == Status::kError) {
+      std::string message_text = response.items.empty() ? "" : response.items[0].str();
+      throw StoreError(name_ + ": " + op_name(op) + " failed: " + message_text);
+    }
+    return response;
+  }
+
+  // One request and its response, read whole; no pool handling and no status checks.
+  Response round_trip(int fd, Op op, const Bytes& message, const Deadline& deadline) {
+    std::string what = op_name(op);
     write_all(fd, message.data(), message.size(), deadline, what);
     uint8_t header[kResponseHeaderBytes];
     read_all(fd, header, sizeof(header), deadline, what);
@@ -187,13 +203,6 @@ class TcpStore final : public Store {
     read_all(fd, response.body.data(), response.body.size(), deadline, what);
     problem = parse_items(response.body, &response.items);
     if (!problem.empty()) throw StoreError(name_ + ": bad response to " + what + ": " + problem);
-    // After an ERROR the server may close the connection (it does on protocol violations), so
-    // only connections that succeeded go back to the pool.
-    if (response.status != Status::kError) pool_.give_back(std::move(connection));
-    if (response.status == Status::kError) {
-      std::string message_text = response.items.empty() ? "" : response.items[0].str();
-      throw StoreError(name_ + ": " + op_name(op) + " failed: " + message_text);
-    }
     return response;
   }
 
@@ -201,17 +210,56 @@ class TcpStore final : public Store {
     return call(op, message, deadline, deadline);
   }
 
-  // Refused connections are retried (the server may be starting) until the deadline.
-  Fd connect(Op op, const Deadline& deadline) {
+  [[noreturn]] void refused(const Response& response) const {
+    std::string text = response.items.empty() ? "" : response.items[0].str();
+    throw StoreError(name_ + ": the store server refused this client: " + text);
+  }
+
+  // The server proves it holds the secret before this client proves it: a client never sends
+  // its proof to a server that could not answer its fresh nonce.
+  void authenticate(int fd, const Deadline& deadline) {
+    auth::Transcript transcript;
+    transcript.purpose = kAuthPurpose;
+    transcript.initiator_nonce = auth::fresh_nonce();
+    MessageBuilder hello(kRequestHeaderBytes, 1);
+    hello.add(transcript.initiator_nonce.data(), transcript.initiator_nonce.size());
+    Response challenge = round_trip(fd, kAuthHello, hello.finish_request(kAuthHello, 0), deadline);
+    if (challenge.status == Status::kError) refused(challenge);
+    if (challenge.status != Status::kOk || challenge.items.size() != 2 ||
+        challenge.items[0].size != auth::kNonceBytes ||
+        challenge.items[1].size != auth::kProofBytes) {
+      malformed(kAuthHello);
+    }
+    std::memcpy(transcript.responder_nonce.data(), challenge.items[0].data, auth::kNonceBytes);
+    if (!auth::verify(*secret_, auth::Role::kResponder, transcript, challenge.items[1].data)) {
+      throw StoreError(name_ +
+                       ": the store server failed to prove the job's secret: this client and the "
+                       "server were given different secrets (GLOO_LITE_AUTH_SECRET or "
+                       "GLOO_LITE_AUTH_FILE), or this is not the job's store");
+    }
+    auth::Proof proof = auth::prove(*secret_, auth::Role::kInitiator, transcript);
+    MessageBuilder answer(kRequestHeaderBytes, 1);
+    answer.add(proof.data(), proof.size());
+    Response verdict = round_trip(fd, kAuthProof, answer.finish_request(kAuthProof, 0), deadline);
+    if (verdict.status == Status::kError) refused(verdict);
+    expect_items(verdict, kAuthProof, 0);
+  }
+
+  // Refused connections are retried (the server may be starting) until `connect_by`; the
+  // authentication, where a secret is set, ends by `deadline`.
+  Fd connect(Op op, const Deadline& connect_by, const Deadline& deadline) {
     auto started = Deadline::Clock::now();
+    Fd fd;
     try {
-      return connect_tcp(address_, deadline, op_name(op));
+      fd = connect_tcp(address_, connect_by, op_name(op));
     } catch (const Error& e) {
       auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
       throw StoreError(name_ + ": cannot connect for " + op_name(op) + " within " +
                        format_ms(waited) + " (" + e.what() + ")" + kServerHint);
     }
+    if (secret_) authenticate(fd.get(), deadline);
+    return fd;
   }
 
   [[noreturn]] void malformed(Op op) const {
@@ -228,6 +276,7 @@ class TcpStore final : public Store {
     return response.items[0].data[0] != 0;
   }
 
+  std::shared_ptr<const auth::Secret> secret_;  // nullptr: the server is not asked to prove one
   SocketAddress address_;
   std::string name_;
   store_detail::ConnectionPool<Fd> pool_;

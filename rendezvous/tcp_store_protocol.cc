@@ -22,6 +22,8 @@ const char* op_name(Op op) {
     case Op::kErase:
       return "erase";
   }
+  if (op == kAuthHello) return "auth-hello";
+  if (op == kAuthProof) return "auth-proof";
   return "?";
 }
 
@@ -48,7 +50,7 @@ std::string decode_request_header(const uint8_t* data, RequestHeader* out) {
   std::string problem = check_magic_and_version(data);
   if (!problem.empty()) return problem;
   uint16_t op = get_u16(data + 6);
-  if (op < static_cast<uint16_t>(Op::kSet) || op > static_cast<uint16_t>(Op::kErase)) {
+  if (op < static_cast<uint16_t>(Op::kSet) || op > static_cast<uint16_t>(kAuthProof)) {
     return "unknown request type " + std::to_string(op);
   }
   out->op = static_cast<Op>(op);

@@ -13,6 +13,11 @@
 //   CHECK key...                -> one byte 0/1
 //   ERASE key                   -> one byte 0/1 (whether it existed)
 // A TIMEOUT response lists the keys still missing; an ERROR response carries a message.
+//
+// Authentication (docs/security.md): a server with a secret answers nothing on a connection
+// before these two requests succeed, a challenge-response over fresh nonces (base/auth.h):
+//   AUTH-HELLO client nonce  -> server nonce, server proof   (the client checks the proof)
+//   AUTH-PROOF client proof  -> (none)                       (else ERROR, and the server drops it)
 // The version travels in every header, so a server can reject a client of another release
 // at its first request, with a message, instead of misreading it.
 #pragma once
@@ -41,6 +46,16 @@ constexpr uint32_t kNoTimeout = 0xFFFFFFFF;
 
 enum class Op : uint16_t { kSet = 1, kGet = 2, kWait = 3, kAdd = 4, kCheck = 5, kErase = 6 };
 enum class Status : uint16_t { kOk = 0, kTimeout = 1, kError = 2 };
+
+// Not enumerators of Op: the server answers them itself and they never reach the Service, so
+// the switches over the store's operations need not list them.
+constexpr Op kAuthHello = static_cast<Op>(7);
+constexpr Op kAuthProof = static_cast<Op>(8);
+inline bool is_auth(Op op) { return op == kAuthHello || op == kAuthProof; }
+// Bounds an authentication request before anything is known of its sender.
+constexpr size_t kMaxAuthBodyBytes = 256;
+// Separates the store's proofs from the transport's (auth::Transcript::purpose).
+constexpr const char* kAuthPurpose = "gloo_lite tcp store client";
 
 const char* op_name(Op op);
 

@@ -4,6 +4,8 @@
 // Strangers are bounded (tcp_store_budget.h): request bodies are buffered within a per-client
 // and a total byte limit, and a client that stalls mid-request, or does not read its response,
 // for longer than the stall timeout is dropped.
+// With a secret configured (docs/security.md), a client must prove it holds the secret, after
+// the server proved it, before any other request is read past its header.
 // Blocking get/wait requests are parked in the Service until their keys appear or their deadline
 // passes, so a waiting client costs one request, not a polling loop.
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "rendezvous/stores.h"
@@ -52,6 +55,12 @@ struct Connection {
   bool awaiting_budget = false;               // header read, body not admitted yet
   std::optional<Clock::time_point> stall_at;  // while a request or response is part-way
   uint32_t events = 0;
+  // Authentication (a server with a secret): challenged after AUTH-HELLO, authenticated after
+  // a good AUTH-PROOF.
+  bool challenged = false;
+  bool authenticated = false;
+  auth::Nonce client_nonce{};
+  auth::Nonce server_nonce{};
 
   bool sending() const { return out_sent < out.size(); }
   bool reading() const { return !parked && !sending() && !awaiting_budget; }
@@ -93,7 +102,8 @@ std::string public_url(const SocketAddress& bound) {
 
 struct TcpStoreServer::Impl {
   explicit Impl(const SocketAddress& bind)
-      : listen(listen_tcp(bind)),
+      : secret(auth::configured_secret()),
+        listen(listen_tcp(bind)),
         address(SocketAddress::local_of(listen.get())),
         url(public_url(address)),
         service("tcp store server " + address.to_string()),
@@ -236,6 +246,8 @@ struct TcpStoreServer::Impl {
       if (!c.in_body && !c.awaiting_budget && c.header_got == sizeof(c.header)) {
         std::string problem = tcp_store::decode_request_header(c.header, &c.request);
         if (!problem.empty()) return reject(id, c, problem);
+        problem = admission(c);
+        if (!problem.empty()) return reject(id, c, problem);
         if (c.request.body_bytes > limits.client_bytes) {
           return reject(id, c,
                         "request body of " + std::to_string(c.request.body_bytes) +
@@ -265,6 +277,12 @@ struct TcpStoreServer::Impl {
   }
 
   void on_eof(ClientId id, Connection& c) {
+    if (c.header_got == 0 && c.challenged && !c.authenticated) {
+      // The client refused our proof: it holds another secret (it reports so itself).
+      return drop(id,
+                  "disconnected before proving the job's secret (a client with another secret?)",
+                  LogLevel::kWarn);
+    }
     if (c.header_got == 0) return drop(id, "disconnected", LogLevel::kDebug);
     std::string progress = c.in_body ? "body " + std::to_string(c.body.size()) + " of " +
                                            std::to_string(c.request.body_bytes) + " bytes"
@@ -320,9 +338,73 @@ struct TcpStoreServer::Impl {
     }
   }
 
+  // Whether this request may be read, from its header alone: "" or why not. Without a secret
+  // nothing is asked; with one, nothing but the two authentication steps, in order, is read
+  // before the client has proved it holds the secret.
+  std::string admission(const Connection& c) const {
+    const tcp_store::Op op = c.request.op;
+    if (!secret) {
+      if (!tcp_store::is_auth(op)) return "";
+      return "the client wants to authenticate, but this server has no secret (start it with the "
+             "job's GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE)";
+    }
+    if (c.authenticated) {
+      return tcp_store::is_auth(op) ? "authenticated twice on one connection" : "";
+    }
+    if (!tcp_store::is_auth(op)) {
+      return std::string("a ") + tcp_store::op_name(op) +
+             " request without authenticating: this store requires the job's secret "
+             "(GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE on the client)";
+    }
+    if (c.request.body_bytes > tcp_store::kMaxAuthBodyBytes) return "an oversized auth request";
+    if (op == tcp_store::kAuthHello && c.challenged) return "a second auth-hello";
+    if (op == tcp_store::kAuthProof && !c.challenged) return "an auth-proof before auth-hello";
+    return "";
+  }
+
+  // The server proves itself first (its proof answers the client's nonce), then checks the
+  // client's proof of its own fresh nonce: a recorded exchange is worthless on a new connection.
+  // Returns false when the client was dropped.
+  bool authenticate(ClientId id, Connection& c, const std::vector<tcp_store::Item>& items) {
+    const size_t expected_bytes =
+        c.request.op == tcp_store::kAuthHello ? auth::kNonceBytes : auth::kProofBytes;
+    if (items.size() != 1 || items[0].size != expected_bytes) {
+      reject(id, c, std::string("malformed ") + tcp_store::op_name(c.request.op) + " request");
+      return false;
+    }
+    auth::Transcript transcript;
+    transcript.purpose = tcp_store::kAuthPurpose;
+    if (c.request.op == tcp_store::kAuthHello) {
+      std::memcpy(c.client_nonce.data(), items[0].data, auth::kNonceBytes);
+      c.server_nonce = auth::fresh_nonce();
+      transcript.initiator_nonce = c.client_nonce;
+      transcript.responder_nonce = c.server_nonce;
+      auth::Proof proof = auth::prove(*secret, auth::Role::kResponder, transcript);
+      c.challenged = true;
+      tcp_store::MessageBuilder builder(tcp_store::kResponseHeaderBytes, 2);
+      builder.add(c.server_nonce.data(), c.server_nonce.size());
+      builder.add(proof.data(), proof.size());
+      return send(id, c, builder.finish_response(tcp_store::Status::kOk));
+    }
+    transcript.initiator_nonce = c.client_nonce;
+    transcript.responder_nonce = c.server_nonce;
+    if (!auth::verify(*secret, auth::Role::kInitiator, transcript, items[0].data)) {
+      reject(id, c,
+             "its proof of the job's secret is wrong: a client with another secret, or a forged "
+             "or replayed handshake");
+      return false;
+    }
+    c.authenticated = true;
+    LOG_DEBUG("store", "server " << url << ": client " << c.peer << " authenticated");
+    return send(id, c,
+                tcp_store::MessageBuilder(tcp_store::kResponseHeaderBytes, 0)
+                    .finish_response(tcp_store::Status::kOk));
+  }
+
   // Returns false when the client was dropped.
   bool execute(ClientId id, Connection& c) {
-    requests.fetch_add(1, std::memory_order_relaxed);
+    // Only the store's own operations: waiting clients' tests count them (requests_handled).
+    if (!tcp_store::is_auth(c.request.op)) requests.fetch_add(1, std::memory_order_relaxed);
     disarm_stall(c);
     admit(budget.release(id));
     std::vector<tcp_store::Item> items;
@@ -331,6 +413,11 @@ struct TcpStoreServer::Impl {
       reject(id, c,
              "malformed " + std::string(tcp_store::op_name(c.request.op)) + " request: " + problem);
       return false;
+    }
+    if (tcp_store::is_auth(c.request.op)) {
+      bool alive = authenticate(id, c, items);  // items point into c.body: free it after
+      if (alive) c.body = Bytes();
+      return alive && clients.count(id) > 0;
     }
     auto outcome = service.handle(id, c.request, items, Clock::now());
     c.body = Bytes();
@@ -433,6 +520,7 @@ struct TcpStoreServer::Impl {
     admit(budget.release(id));
   }
 
+  std::shared_ptr<const auth::Secret> secret;  // nullptr: clients are not authenticated
   Fd listen;
   SocketAddress address;
   std::string url;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/error.h"
@@ -462,6 +464,19 @@ int Job::exit_status() {
 
 int Job::run() {
   raise_fd_limit();
+  try {
+    // The user's secret, when set, is checked here (a group-readable file fails before any
+    // rank starts). Otherwise a fresh one goes into our own environment, so that the embedded
+    // store server, our own store client and every rank (they inherit it) hold the same one.
+    if (!auth::configured_secret() && options_.authenticate) {
+      std::string secret = auth::random_secret_text();
+      setenv("GLOO_LITE_AUTH_SECRET", secret.c_str(), 1);
+      std::fill(secret.begin(), secret.end(), '\0');
+    }
+  } catch (const InvalidArgument& e) {
+    write_whole(2, std::string("gloo_lite_run: ") + e.what() + "\n");
+    return 2;
+  }
   SocketAddress server_address;
   try {
     server_address = SocketAddress::resolve(options_.host, 0);

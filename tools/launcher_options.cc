@@ -58,6 +58,8 @@ LauncherOptions parse_launcher_args(const std::vector<std::string>& args) {
       options.knobs = true;
     } else if (arg == "--no-prefix") {
       options.set_prefix = false;
+    } else if (arg == "--no-auth") {
+      options.authenticate = false;
     } else if (is(arg, "--np")) {
       options.ranks = parse_ranks(value_of("--np", arg));
     } else if (is(arg, "-np")) {
@@ -96,12 +98,17 @@ gloo_lite_run exits with the failing rank's status (128 + signal number for a si
 summary also names the likely culprit: a rank found stopped or stuck when the first one failed,
 or the rank the failure reports in the store point at.
 
+Unless --no-auth, or GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE is set already, the job gets a
+fresh random secret in GLOO_LITE_AUTH_SECRET: the store and every rank then admit only peers
+that prove they hold it (docs/security.md).
+
 Options:
   -n, --np N       number of ranks to start (1..4096)
   --host H         address the store listens on and publishes (default 127.0.0.1)
   --timeout S      stop the job after S seconds (exit status 124); default: no limit
   --grace S        seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   --no-prefix      do not set GLOO_LITE_PREFIX (keep the one in the environment, if any)
+  --no-auth        no per-job secret (keep GLOO_LITE_AUTH_SECRET/FILE if set, else none)
   --knobs          list every GLOO_LITE_* environment knob: default, meaning, allowed values
   -h, --help       show this help
 

@@ -13,6 +13,7 @@ struct LauncherOptions {
   double timeout_s = 0;            // whole-job limit; 0 = none
   double grace_s = 5;              // SIGTERM -> SIGKILL grace period
   bool set_prefix = true;          // GLOO_LITE_PREFIX = fresh job id
+  bool authenticate = true;        // GLOO_LITE_AUTH_SECRET = fresh secret, unless one is set
   bool help = false;
   bool knobs = false;
   std::vector<std::string> command;  // program and its arguments

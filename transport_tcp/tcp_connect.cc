@@ -1,7 +1,8 @@
 // Connecting and closing a mesh. Rank r connects to every lower rank and accepts every higher
-// one on its own listener; each connection opens with a Hello that carries magic, protocol
-// version, context id and both ranks. Anything else (a port scanner, a rank of another job, a
-// stale peer) is logged and dropped while the rendezvous goes on.
+// one on its own listener; each connection opens with a handshake (tcp_handshake.h) that carries
+// magic, protocol version, context id and both ranks and, with a secret configured, proves both
+// sides hold it. Anything else (a port scanner, a rank of another job, a stale peer, an impostor)
+// is logged and dropped while the rendezvous goes on.
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -9,22 +10,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "transport_tcp/tcp_handshake.h"
 #include "transport_tcp/tcp_mesh.h"
 
 namespace gloo_lite::tcp {
 namespace {
-
-// A connection whose handshake is not finished.
-struct PendingConnection {
-  Fd fd;
-  int peer = -1;  // the rank we dialled, or -1 for an accepted connection
-  std::string from;
-  uint8_t buffer[wire::kHelloBytes] = {};
-  size_t received = 0;
-};
 
 // Too many half-open strangers would exhaust descriptors: beyond this the oldest is dropped.
 constexpr size_t kMaxStrangers = 256;
@@ -56,50 +50,38 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pairs_[peer]->address_ = addresses[peer];
     ++missing;
   }
-  auto hello_for = [&](int peer, uint16_t kind) {
-    wire::Hello hello;
-    hello.kind = kind;
-    hello.context_id = context_id;
-    hello.src_rank = static_cast<uint32_t>(rank_);
-    hello.dst_rank = static_cast<uint32_t>(peer);
-    hello.size = static_cast<uint32_t>(size_);
-    std::vector<uint8_t> bytes(wire::kHelloBytes);
-    wire::encode_hello(hello, bytes.data());
-    return bytes;
-  };
+  HandshakeSetup setup;
+  setup.context_id = context_id;
+  setup.rank = rank_;
+  setup.size = size_;
+  setup.secret = auth::configured_secret();
 
-  std::vector<PendingConnection> pending;
+  std::vector<Handshake> pending;
+  // The last refusal of a connection that claimed each rank: a timeout names it, since a rank
+  // whose secret differs looks like a missing rank from here.
+  std::vector<std::string> refused(static_cast<size_t>(size_));
   for (int peer = 0; peer < rank_; ++peer) {
     if (!pairs_[peer]) continue;
-    PendingConnection connection;
     std::string what =
         "rank " + std::to_string(rank_) + " connecting to rank " + std::to_string(peer);
-    connection.fd = connect_tcp(SocketAddress::parse(addresses[peer]), deadline, what);
-    auto hello = hello_for(peer, wire::kHello);
-    write_all(connection.fd.get(), hello.data(), hello.size(), deadline, what);
-    set_nonblocking(connection.fd.get(), true);
-    connection.peer = peer;
-    connection.from = addresses[peer];
-    pending.push_back(std::move(connection));
+    Fd fd = connect_tcp(SocketAddress::parse(addresses[peer]), deadline, what);
+    pending.push_back(Handshake::dialled(setup, std::move(fd), peer, addresses[peer], deadline));
+    set_nonblocking(pending.back().fd(), true);
   }
 
-  auto establish = [&](PendingConnection& connection, int peer) {
-    Pair& pair = *pairs_[peer];
-    pair.fd_ = std::move(connection.fd);
+  auto expected = [&](int src) { return pairs_[src] && !pairs_[src]->fd_.valid(); };
+  auto establish = [&](Handshake& handshake) {
+    Pair& pair = *pairs_[handshake.peer()];
+    pair.fd_ = handshake.take_fd();
     set_nonblocking(pair.fd_.get(), true);
     tune_socket(pair.fd_.get());
     --missing;
-  };
-  auto reject = [&](PendingConnection& connection, const std::string& why) {
-    LOG_WARN("tcp", "rank " << rank_ << " rejected a connection from " << connection.from << ": "
-                            << why << "; the rendezvous goes on");
-    connection.fd.reset();
   };
 
   while (missing > 0) {
     std::vector<pollfd> fds;
     fds.push_back({listener_.get(), POLLIN, 0});
-    for (auto& connection : pending) fds.push_back({connection.fd.get(), POLLIN, 0});
+    for (auto& handshake : pending) fds.push_back({handshake.fd(), POLLIN, 0});
     int ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) {
       throw ConnectionError(std::string("connect: poll(): ") + std::strerror(errno));
@@ -109,76 +91,39 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       while (true) {
         int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) break;
-        PendingConnection connection;
-        connection.fd = Fd(fd);
-        connection.from = SocketAddress::peer_of(fd).to_string();
-        pending.push_back(std::move(connection));
+        std::string from = SocketAddress::peer_of(fd).to_string();
+        pending.push_back(Handshake::accepted(setup, Fd(fd), std::move(from)));
       }
     }
     for (size_t i = 1; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      PendingConnection& connection = pending[i - 1];
-      ssize_t n = ::recv(connection.fd.get(), connection.buffer + connection.received,
-                         wire::kHelloBytes - connection.received, MSG_DONTWAIT);
-      if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (connection.peer >= 0) {
-          throw ConnectionError(
-              "rank " + std::to_string(connection.peer) + " at " + connection.from +
-              " closed the connection during the handshake "
-              "(it rejected rank " +
-              std::to_string(rank_) + ": stale store keys from another job, or mismatched sizes?)");
-        }
-        connection.fd.reset();
-        continue;
-      }
-      connection.received += static_cast<size_t>(n);
-      if (connection.received < wire::kHelloBytes) continue;
-      wire::Hello hello = wire::decode_hello(connection.buffer);
-      if (hello.magic != wire::kMagic) {
-        reject(connection, "not a gloo_lite peer (bad magic)");
-        continue;
-      }
-      if (hello.version != wire::kVersion) {
-        reject(connection, "protocol version " + std::to_string(hello.version) +
-                               ", this rank speaks " + std::to_string(wire::kVersion));
-        continue;
-      }
-      if (hello.context_id != context_id) {
-        reject(connection, "it belongs to another context or job (context id " +
-                               std::to_string(hello.context_id) + ")");
-        continue;
-      }
-      if (hello.size != static_cast<uint32_t>(size_) ||
-          hello.dst_rank != static_cast<uint32_t>(rank_)) {
-        reject(connection, "it expects rank " + std::to_string(hello.dst_rank) + " of " +
-                               std::to_string(hello.size));
-        continue;
-      }
-      int src = static_cast<int>(hello.src_rank);
-      if (connection.peer >= 0) {
-        if (hello.kind != wire::kHelloAck || src != connection.peer) {
-          reject(connection, "a bad handshake reply");
-          continue;
-        }
-        establish(connection, src);
-      } else {
-        if (hello.kind != wire::kHello || src <= rank_ || src >= size_ || !pairs_[src] ||
-            pairs_[src]->fd_.valid()) {
-          reject(connection, "rank " + std::to_string(src) + " is not expected to connect here");
-          continue;
-        }
-        auto ack = hello_for(src, wire::kHelloAck);
-        write_all(connection.fd.get(), ack.data(), ack.size(), deadline,
-                  "handshake reply to rank " + std::to_string(src));
-        establish(connection, src);
+      Handshake& handshake = pending[i - 1];
+      switch (handshake.advance(expected, deadline)) {
+        case Handshake::Step::kMore:
+          break;
+        case Handshake::Step::kDone:
+          establish(handshake);
+          break;
+        case Handshake::Step::kRejected:
+          // Once per connection, with the peer's address; a silent close has no reason.
+          if (!handshake.why().empty()) {
+            LOG_WARN("tcp", "rank " << rank_ << " rejected a connection from " << handshake.from()
+                                    << ": " << handshake.why() << "; the rendezvous goes on");
+            if (handshake.peer() >= 0 && handshake.peer() < size_) {
+              refused[static_cast<size_t>(handshake.peer())] =
+                  handshake.from() + " (" + handshake.why() + ")";
+            }
+          }
+          break;
+        case Handshake::Step::kFailed:
+          throw ConnectionError(handshake.why());
       }
     }
-    std::vector<PendingConnection> still;
+    std::vector<Handshake> still;
     size_t strangers = 0;
     for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
-      if (!it->fd.valid()) continue;
-      if (it->peer < 0 && ++strangers > kMaxStrangers) continue;
+      if (it->fd() < 0) continue;
+      if (!it->dialled() && ++strangers > kMaxStrangers) continue;
       still.insert(still.begin(), std::move(*it));
     }
     pending = std::move(still);
@@ -189,6 +134,10 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     for (int peer = 0; peer < size_; ++peer) {
       if (pairs_[peer] && !pairs_[peer]->fd_.valid()) {
         late += (late.empty() ? "" : ", ") + describe_peer(peer);
+        if (!refused[static_cast<size_t>(peer)].empty()) {
+          late +=
+              " [a connection claiming it was refused: " + refused[static_cast<size_t>(peer)] + "]";
+        }
       }
     }
     throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +

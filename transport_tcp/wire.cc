@@ -15,7 +15,7 @@ void encode_hello(const Hello& hello, uint8_t out[kHelloBytes]) {
   put_u32(out + 16, hello.src_rank);
   put_u32(out + 20, hello.dst_rank);
   put_u32(out + 24, hello.size);
-  put_u32(out + 28, hello.reserved);
+  put_u32(out + 28, hello.flags);
   put_u64(out + 32, hello.nonce);
 }
 
@@ -28,7 +28,7 @@ Hello decode_hello(const uint8_t in[kHelloBytes]) {
   hello.src_rank = get_u32(in + 16);
   hello.dst_rank = get_u32(in + 20);
   hello.size = get_u32(in + 24);
-  hello.reserved = get_u32(in + 28);
+  hello.flags = get_u32(in + 28);
   hello.nonce = get_u64(in + 32);
   return hello;
 }

@@ -14,6 +14,9 @@ constexpr uint16_t kVersion = 2;
 constexpr uint16_t kHello = 1;     // connector -> listener
 constexpr uint16_t kHelloAck = 2;  // listener -> connector
 constexpr size_t kHelloBytes = 40;
+// Hello flag: the sender authenticates (docs/security.md). The connector's hello is then followed
+// by its nonce; the listener's ack by its nonce and its proof; then the connector sends its proof.
+constexpr uint32_t kHelloAuthenticated = 1;
 
 struct Hello {
   uint32_t magic = kMagic;
@@ -23,7 +26,7 @@ struct Hello {
   uint32_t src_rank = 0;
   uint32_t dst_rank = 0;
   uint32_t size = 0;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kHelloAuthenticated
   uint64_t nonce = 0;
 };
 

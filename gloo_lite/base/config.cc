@@ -76,6 +76,15 @@ const std::vector<Knob>& gloo_lite_knobs() {
        integer(0, 1 << 24)},
       {"GLOO_LITE_PREFIX", "", "Key prefix in the store, to separate jobs sharing one store",
        text()},
+      {"GLOO_LITE_AUTH_SECRET", "",
+       "Shared secret (16 bytes or more) every rank and the TCP store must prove they hold "
+       "(docs/security.md); gloo_lite_run makes one per job unless --no-auth; unset: no "
+       "authentication",
+       text()},
+      {"GLOO_LITE_AUTH_FILE", "",
+       "File holding the shared secret instead of GLOO_LITE_AUTH_SECRET; refused unless only its "
+       "owner can read it (chmod 600)",
+       text()},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
        "Default deadline for rendezvous and every operation, in milliseconds",
        milliseconds(1, kMaxDeadlineMs)},

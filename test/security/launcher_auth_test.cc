@@ -1,0 +1,85 @@
+// gloo_lite_run and authentication, end to end: a fresh secret per job by default, the user's
+// own when set, none with --no-auth, a group-readable secret file refused before any rank
+// starts, and the secret in none of the job's output at debug level.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "test/launcher/command.h"
+#include "test/security/security_support.h"
+#include "test/support/test_support.h"
+
+namespace gloo_lite::test {
+namespace {
+
+using std::chrono::seconds;
+
+std::vector<std::string> job(const TempDir& dir, std::vector<std::string> options) {
+  std::vector<std::string> argv{launcher_path(), "-n", "2"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  for (const char* arg : {"--", "", "--rank-program", ""}) argv.push_back(arg);
+  argv[argv.size() - 3] = self_path();
+  argv.back() = dir.path();
+  return argv;
+}
+
+std::string secret_seen(const TempDir& dir, int rank) {
+  return read_whole_file(dir.path() + "/secret." + std::to_string(rank));
+}
+
+TEST(LauncherAuth, EachJobGetsAFreshSecretThatNoOutputShows) {
+  TempDir first, second;
+  std::vector<std::string> env{
+      "GLOO_LITE_AUTH_SECRET=", "GLOO_LITE_AUTH_FILE=", "GLOO_LITE_LOG=debug"};
+  CommandResult a = run_command(job(first, {}), seconds(60), env);
+  ASSERT_EQ(a.exit_code, 0) << a.describe();
+  CommandResult b = run_command(job(second, {}), seconds(60), env);
+  ASSERT_EQ(b.exit_code, 0) << b.describe();
+  std::string secret = secret_seen(first, 0);
+  EXPECT_EQ(secret.size(), 64u) << secret;
+  EXPECT_EQ(secret_seen(first, 1), secret);   // one secret per job
+  EXPECT_NE(secret_seen(second, 0), secret);  // and a new one for the next
+  EXPECT_EQ(count_of(a.out, "sum 3"), 2u) << a.out;
+  EXPECT_NE(a.out.find("outsider refused"), std::string::npos) << a.out;
+  EXPECT_FALSE(a.err.empty()) << "debug logging wrote nothing: the check would prove nothing";
+  EXPECT_EQ(a.out.find(secret), std::string::npos);
+  EXPECT_EQ(a.err.find(secret), std::string::npos);
+}
+
+TEST(LauncherAuth, TheUsersSecretIsKeptAndNoAuthTurnsItOff) {
+  TempDir with, without;
+  CommandResult a = run_command(job(with, {}), seconds(60),
+                                {std::string("GLOO_LITE_AUTH_SECRET=") + kSecret,
+                                 "GLOO_LITE_AUTH_FILE=", "GLOO_LITE_LOG=debug"});
+  ASSERT_EQ(a.exit_code, 0) << a.describe();
+  EXPECT_EQ(secret_seen(with, 0), kSecret);
+  EXPECT_EQ(a.err.find(kSecret), std::string::npos);
+  CommandResult b = run_command(job(without, {"--no-auth"}), seconds(60),
+                                {"GLOO_LITE_AUTH_SECRET=", "GLOO_LITE_AUTH_FILE="});
+  ASSERT_EQ(b.exit_code, 0) << b.describe();
+  EXPECT_EQ(secret_seen(without, 0), "(none)");
+  EXPECT_EQ(count_of(b.out, "sum 3"), 2u) << b.out;
+}
+
+TEST(LauncherAuth, SecretFileOthersCanReadIsRefusedBeforeAnyRankStarts) {
+  TempDir dir;
+  std::string path = dir.path() + "/secret";
+  std::ofstream(path) << kSecret;
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  CommandResult a = run_command(job(dir, {}), seconds(60),
+                                {"GLOO_LITE_AUTH_SECRET=", "GLOO_LITE_AUTH_FILE=" + path});
+  EXPECT_EQ(a.exit_code, 2) << a.describe();
+  EXPECT_NE(a.err.find("chmod 600"), std::string::npos) << a.err;
+  EXPECT_EQ(a.err.find(kSecret), std::string::npos);
+  EXPECT_EQ(secret_seen(dir, 0), "");  // no rank ran
+  // Made private, the same file serves the job.
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  CommandResult b = run_command(job(dir, {}), seconds(60),
+                                {"GLOO_LITE_AUTH_SECRET=", "GLOO_LITE_AUTH_FILE=" + path});
+  EXPECT_EQ(b.exit_code, 0) << b.describe();
+  EXPECT_EQ(count_of(b.out, "sum 3"), 2u) << b.out;
+}
+
+}  // namespace
+}  // namespace gloo_lite::test

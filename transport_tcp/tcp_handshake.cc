@@ -1,0 +1,229 @@
+#include "transport_tcp/tcp_handshake.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gloo_lite/base/error.h"
+
+namespace gloo_lite::tcp {
+namespace {
+
+constexpr const char* kPurpose = "gloo_lite tcp transport pair";
+constexpr const char* kSecretKnobs = "GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE";
+
+}  // namespace
+
+Handshake::Handshake(const HandshakeSetup& setup, Fd fd, int peer, std::string from, bool dialled)
+    : setup_(&setup),
+      fd_(std::move(fd)),
+      peer_(peer),
+      from_(std::move(from)),
+      dialled_(dialled),
+      stage_(dialled ? Stage::kAck : Stage::kHello) {}
+
+Handshake Handshake::dialled(const HandshakeSetup& setup, Fd fd, int peer, std::string address,
+                             const Deadline& deadline) {
+  Handshake handshake(setup, std::move(fd), peer, std::move(address), /*dialled=*/true);
+  std::vector<uint8_t> hello = handshake.hello_bytes(wire::kHello);
+  handshake.wanted_ = wire::kHelloBytes;
+  if (setup.secret) {
+    handshake.initiator_nonce_ = auth::fresh_nonce();
+    hello.insert(hello.end(), handshake.initiator_nonce_.begin(), handshake.initiator_nonce_.end());
+    handshake.wanted_ += auth::kNonceBytes + auth::kProofBytes;
+  }
+  write_all(handshake.fd(), hello.data(), hello.size(), deadline,
+            "rank " + std::to_string(setup.rank) + " greeting rank " + std::to_string(peer));
+  return handshake;
+}
+
+Handshake Handshake::accepted(const HandshakeSetup& setup, Fd fd, std::string address) {
+  return Handshake(setup, std::move(fd), -1, std::move(address), /*dialled=*/false);
+}
+
+std::vector<uint8_t> Handshake::hello_bytes(uint16_t kind) const {
+  wire::Hello hello;
+  hello.kind = kind;
+  hello.context_id = setup_->context_id;
+  hello.src_rank = static_cast<uint32_t>(setup_->rank);
+  hello.dst_rank = static_cast<uint32_t>(peer_);
+  hello.size = static_cast<uint32_t>(setup_->size);
+  hello.flags = setup_->secret ? wire::kHelloAuthenticated : 0;
+  std::vector<uint8_t> bytes(wire::kHelloBytes);
+  wire::encode_hello(hello, bytes.data());
+  return bytes;
+}
+
+auth::Transcript Handshake::transcript() const {
+  auth::Transcript t;
+  t.purpose = kPurpose;
+  t.context_id = setup_->context_id;
+  // The connector is always the higher rank; the ranks are in the transcript anyway, so a
+  // proof for one pair cannot serve another.
+  t.initiator_rank = static_cast<uint32_t>(dialled_ ? setup_->rank : peer_);
+  t.responder_rank = static_cast<uint32_t>(dialled_ ? peer_ : setup_->rank);
+  t.initiator_nonce = initiator_nonce_;
+  t.responder_nonce = responder_nonce_;
+  return t;
+}
+
+Handshake::Step Handshake::reject(std::string why) {
+  why_ = std::move(why);
+  fd_.reset();
+  return Step::kRejected;
+}
+
+Handshake::Step Handshake::fail(std::string why) {
+  why_ = std::move(why);
+  fd_.reset();
+  return Step::kFailed;
+}
+
+Handshake::Step Handshake::advance(const std::function<bool(int)>& expected,
+                                   const Deadline& deadline) {
+  // Exactly the bytes of this stage: what follows the handshake is the pair's first frames.
+  ssize_t n = ::recv(fd_.get(), buffer_ + received_, wanted_ - received_, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Step::kMore;
+  if (n <= 0) {
+    if (dialled_) {
+      return fail("rank " + std::to_string(peer_) + " at " + from_ +
+                  " closed the connection during the handshake (it rejected rank " +
+                  std::to_string(setup_->rank) +
+                  ": stale store keys from another job, mismatched sizes, or a secret (" +
+                  kSecretKnobs + ") set on one rank and not the other?)");
+    }
+    if (stage_ == Stage::kProof) {
+      return reject("it claimed to be rank " + std::to_string(peer_) +
+                    " and hung up before proving the job's secret (a rank with another secret "
+                    "refuses this rank's proof)");
+    }
+    fd_.reset();  // a port scanner or a peer that gave up: nothing worth a warning
+    return Step::kRejected;
+  }
+  received_ += static_cast<size_t>(n);
+  if (received_ < wanted_) return Step::kMore;
+  return on_message(expected, deadline);
+}
+
+Handshake::Step Handshake::on_message(const std::function<bool(int)>& expected,
+                                      const Deadline& deadline) {
+  switch (stage_) {
+    case Stage::kHello:
+      return on_hello(expected, deadline);
+    case Stage::kAck:
+      return on_ack(deadline);
+    case Stage::kProof:
+      return on_proof(expected);
+  }
+  return reject("bad handshake state");
+}
+
+std::string Handshake::check_common(const wire::Hello& hello) const {
+  if (hello.magic != wire::kMagic) return "not a gloo_lite peer (bad magic)";
+  if (hello.version != wire::kVersion) {
+    return "protocol version " + std::to_string(hello.version) + ", this rank speaks " +
+           std::to_string(wire::kVersion);
+  }
+  if (hello.context_id != setup_->context_id) {
+    return "it belongs to another context or job (context id " + std::to_string(hello.context_id) +
+           ")";
+  }
+  if (hello.size != static_cast<uint32_t>(setup_->size) ||
+      hello.dst_rank != static_cast<uint32_t>(setup_->rank)) {
+    return "it expects rank " + std::to_string(hello.dst_rank) + " of " +
+           std::to_string(hello.size);
+  }
+  return "";
+}
+
+Handshake::Step Handshake::on_hello(const std::function<bool(int)>& expected,
+                                    const Deadline& deadline) {
+  if (received_ == wire::kHelloBytes) {
+    wire::Hello hello = wire::decode_hello(buffer_);
+    std::string problem = check_common(hello);
+    if (!problem.empty()) return reject(problem);
+    int src = static_cast<int>(hello.src_rank);
+    if (hello.kind != wire::kHello || hello.src_rank >= static_cast<uint32_t>(setup_->size) ||
+        src <= setup_->rank || !expected(src)) {
+      return reject("rank " + std::to_string(hello.src_rank) + " is not expected to connect here");
+    }
+    peer_ = src;
+    bool authenticates = (hello.flags & wire::kHelloAuthenticated) != 0;
+    if (setup_->secret && !authenticates) {
+      return reject("it claimed to be rank " + std::to_string(src) +
+                    " without proving the job's secret, which this rank requires (" + kSecretKnobs +
+                    " must be set on every rank)");
+    }
+    if (!setup_->secret && authenticates) {
+      return reject("it claimed to be rank " + std::to_string(src) +
+                    " and wants to authenticate, but this rank has no secret (" + kSecretKnobs +
+                    " is unset here)");
+    }
+    if (authenticates) {
+      wanted_ += auth::kNonceBytes;  // its nonce follows the hello
+      return Step::kMore;
+    }
+    std::vector<uint8_t> ack = hello_bytes(wire::kHelloAck);
+    write_all(fd(), ack.data(), ack.size(), deadline,
+              "handshake reply to rank " + std::to_string(src));
+    return Step::kDone;
+  }
+  // The connector's nonce arrived: challenge it with ours, proving our own knowledge first.
+  std::memcpy(initiator_nonce_.data(), buffer_ + wire::kHelloBytes, auth::kNonceBytes);
+  responder_nonce_ = auth::fresh_nonce();
+  auth::Proof proof = auth::prove(*setup_->secret, auth::Role::kResponder, transcript());
+  std::vector<uint8_t> ack = hello_bytes(wire::kHelloAck);
+  ack.insert(ack.end(), responder_nonce_.begin(), responder_nonce_.end());
+  ack.insert(ack.end(), proof.begin(), proof.end());
+  write_all(fd(), ack.data(), ack.size(), deadline,
+            "handshake reply to rank " + std::to_string(peer_));
+  stage_ = Stage::kProof;
+  received_ = 0;
+  wanted_ = auth::kProofBytes;
+  return Step::kMore;
+}
+
+Handshake::Step Handshake::on_ack(const Deadline& deadline) {
+  wire::Hello hello = wire::decode_hello(buffer_);
+  std::string problem = check_common(hello);
+  if (!problem.empty()) return reject(problem);
+  if (hello.kind != wire::kHelloAck || hello.src_rank != static_cast<uint32_t>(peer_)) {
+    return reject("a bad handshake reply");
+  }
+  bool authenticates = (hello.flags & wire::kHelloAuthenticated) != 0;
+  if (!setup_->secret) {
+    if (authenticates) return reject("a bad handshake reply (authenticated, unasked)");
+    return Step::kDone;
+  }
+  const std::string who = "rank " + std::to_string(peer_) + " at " + from_;
+  if (!authenticates) {
+    return fail(who + " answered without proving the job's secret; every rank needs the same " +
+                kSecretKnobs);
+  }
+  std::memcpy(responder_nonce_.data(), buffer_ + wire::kHelloBytes, auth::kNonceBytes);
+  if (!auth::verify(*setup_->secret, auth::Role::kResponder, transcript(),
+                    buffer_ + wire::kHelloBytes + auth::kNonceBytes)) {
+    return fail(who +
+                " failed to prove the job's secret: the ranks were given different secrets (" +
+                kSecretKnobs + "), or something else answers at that address");
+  }
+  auth::Proof proof = auth::prove(*setup_->secret, auth::Role::kInitiator, transcript());
+  write_all(fd(), proof.data(), proof.size(), deadline,
+            "rank " + std::to_string(setup_->rank) + " proving the secret to rank " +
+                std::to_string(peer_));
+  return Step::kDone;
+}
+
+Handshake::Step Handshake::on_proof(const std::function<bool(int)>& expected) {
+  if (!auth::verify(*setup_->secret, auth::Role::kInitiator, transcript(), buffer_)) {
+    return reject("it claimed to be rank " + std::to_string(peer_) +
+                  ", but its proof of the job's secret is wrong: a rank with another secret, or "
+                  "a forged or replayed handshake");
+  }
+  // Another connection may have proved this rank meanwhile (a genuine retry): one pair each.
+  if (!expected(peer_)) return reject("rank " + std::to_string(peer_) + " is connected already");
+  return Step::kDone;
+}
+
+}  // namespace gloo_lite::tcp
