@@ -37,13 +37,14 @@
 
 namespace gloo_lite::transport {
 
-// What one entry of the unexpected queue costs beyond its payload, charged against the
-// bound with it, so that the bound covers the queue's memory and not only its payload
-// bytes (a root far ahead sending 8-byte messages once queued 800,000 entries under a 64 MiB
-// bound that counted 6.4 MB of them): the Unexpected record, its list node, the hash-map node and
-// bucket of its tag (a message of a call this rank has not reached has a tag of its own), the heap
-// block of its payload and the allocator's headers. About 200 bytes with glibc on x86-64
-// (docs/transport.md, Protocol); rounded up to leave room for other allocators.
+// What one entry of the unexpected queue costs beyond its payload, charged against the bound
+// with it, so that the bound covers the queue's memory and not only its payload bytes (a root
+// far ahead sending 8-byte messages once queued 800,000 entries, 660 MB, under a 64 MiB bound
+// that counted 6.4 MB of them): the Unexpected record, its list node, the hash-map node and
+// bucket of its tag (a message of a call this rank has not reached has a tag of its own), the
+// heap block of its payload and the allocator's headers. Measured 190 bytes per 8-byte entry
+// under a tag of its own with glibc on x86-64 (830 with the deque per tag used before);
+// rounded up for other allocators and larger payloads' rounding.
 constexpr size_t kUnexpectedEntryBytes = 256;
 
 class MatchingMesh : public Mesh {
