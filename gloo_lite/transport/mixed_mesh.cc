@@ -232,9 +232,9 @@ void MixedMesh::reroute_declined(const Sub& sub,
                             std::to_string(b));
     }
     sub_of_peer_[peer] = next;
-    std::string text = "rank " + std::to_string(rank_) + ": " + declined.why + "; ranks " +
-                       std::to_string(a) + " and " + std::to_string(b) + " use " +
-                       subs_[next]->transport.name + " instead of " + sub.transport.name;
+    // (`why` names the ranks already: "rank 1 of 3 cannot reserve ...".)
+    std::string text = declined.why + "; ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                       " use " + subs_[next]->transport.name + " instead of " + sub.transport.name;
     if (declined.here) {
       LOG_WARN("context", text);
     } else {

@@ -258,6 +258,23 @@ TEST(ShmFallback, HostSegmentThatCannotBeCreatedRunsTheMessageAlgorithms) {
       }));
 }
 
+// The same with rank 2 late to the call: ranks 0 and 1 wait for its verdict with probes posted
+// (zero-byte receives under the call's tag). Rank 2 then finds every verdict in and starts the
+// message algorithm at once; its first message must not fall into a probe (it did: a size
+// mismatch that failed every rank), so no rank sends before all have taken theirs back.
+TEST(ShmFallback, LateRankStartsTheMessageAlgorithmSafely) {
+  expect_all_ok(run_ranks(
+      [](int rank) {
+        if (rank == 0) limit_file_size();
+      },
+      [&](int rank, Rank& me) {
+        ASSERT_NE(me.context, nullptr) << me.error;
+        if (rank == 2) usleep(300 * 1000);
+        expect_allreduce_right(*me.context, "shm");
+        barrier(*me.context);
+      }));
+}
+
 // Forced, the same failures stay errors that say what happened: no fallback.
 TEST(ShmFallback, ForcedShmFailsClearly) {
   expect_all_ok(run_ranks(
