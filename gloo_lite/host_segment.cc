@@ -60,9 +60,10 @@ std::string name_in(const std::vector<int>& context_ranks, int rank) {
 // flight, aborted by a peer) ends the wait at once instead of at the deadline; after the first
 // slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
 // connection closed) or runs another algorithm (its messages' fingerprints) fail the wait too.
+// `probe` false: no receives (see the last round of attach()).
 std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
                              const std::vector<int>& context_ranks,
-                             const std::vector<std::string>& keys) {
+                             const std::vector<std::string>& keys, bool probe = true) {
   std::vector<transport::RequestPtr> probes;
   auto cancel = [&] {
     for (const auto& probe : probes) call.mesh->cancel(probe);
@@ -82,7 +83,7 @@ std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
                                 " failed while its ranks set up shared memory: " + failure);
         }
       }
-      if (probes.empty()) {
+      if (probe && probes.empty()) {
         for (int peer = 0; peer < call.size; ++peer) {
           if (peer == call.rank) continue;
           probes.push_back(
@@ -226,7 +227,20 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
     int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
     if (theirs != "ok") failure = name_in(ranks, peer) + ": " + theirs;
   }
-  if (!failure.empty()) throw SegmentUnavailable(failure);
+  if (!failure.empty()) {
+    // The ranks now run a message algorithm under this call's tag and fingerprint. A rank still
+    // in read_keys above may hold a probe (a zero-byte receive under that tag), which would
+    // take a faster rank's first message and fail it as a size mismatch. So one more round
+    // before any rank sends: each says it has taken its probes back, and waits, posting none,
+    // until all have (a rank that gets here has published its verdict: it runs this call).
+    store.set(base + "left/" + std::to_string(rank), to_bytes("1"), deadline);
+    std::vector<std::string> left;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != rank) left.push_back(base + "left/" + std::to_string(peer));
+    }
+    read_keys(context, call, ranks, left, /*probe=*/false);
+    throw SegmentUnavailable(failure);
+  }
   // Everyone has mapped it: nobody else may open it from now on.
   if (rank == 0) segment->memory_->close_handle();
   pid_t own = getpid();

@@ -14,12 +14,13 @@
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 3;                    // 3: the doorbell is a SharedWord
+constexpr uint32_t kVersion = 4;                    // 4: refused inboxes in the header
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
 constexpr uint32_t kMinRingBytes = 16 * 1024;
 constexpr size_t kCloseTextBytes = 2048;
-constexpr size_t kCancelSlots = 64;  // cancels a producer may have outstanding in one inbox
+constexpr size_t kCancelSlots = 64;     // cancels a producer may have outstanding in one inbox
+constexpr size_t kRefusedBytes = 2048;  // a bit per rank: contexts of up to 16384 ranks
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");
 
@@ -42,6 +43,12 @@ struct SegmentHeader {
   // The doorbell: every writer rings it after a batch of records; the owner sleeps on it (the
   // futex of a SharedWord). Writers wake only an owner that counted itself a sleeper.
   alignas(kLine) SharedWord doorbell;
+  // Written before `ready`: bit r says the owner could not reserve the inbox of rank r (its
+  // pages are not ours to touch, so this lives in the header page, reserved at creation), and
+  // refuse_error the first errno. Both ends of that pair then give it back to the transport
+  // table (shm_connect.cc), which connects it over the next transport.
+  alignas(kLine) uint32_t refuse_error;
+  uint8_t refused[kRefusedBytes];
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "the header must fit its page");
 

@@ -74,28 +74,52 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       static_cast<double>(served + 1) / std::max(1, count_cpus(usable_cpu_mask())),
       {std::chrono::microseconds(settings_.spin_us), kDefaultWaitBounds.shared_core});
 
-  // Reserve the inboxes now, so that a full /dev/shm or memfd limit is this error and never a
-  // SIGBUS on a later write.
+  // Reserve the inboxes now, so that a memory limit is this error and never a SIGBUS on a
+  // later write. Where declines are allowed (a mixed mesh with a transport after this one), an
+  // inbox that cannot be reserved gives its pair back instead: marked refused in the header
+  // (the inbox's own pages must not be touched), so that the peer gives it back too.
+  std::vector<std::string> refused(static_cast<size_t>(size_));  // why, by peer
   for (auto& pair : pairs_) {
     if (!pair || !pair->served) continue;
-    int error = segment_->reserve(layout_.inbox_offset(pair->peer), layout_.inbox_stride);
+    const int peer = pair->peer;
+    int error = segment_->reserve(layout_.inbox_offset(peer), layout_.inbox_stride);
     if (error != 0) {
-      throw ConnectionError(me + " cannot reserve " + std::to_string(layout_.inbox_stride) +
-                            " bytes of shared memory for the inbox of rank " +
-                            std::to_string(pair->peer) + ": " + std::strerror(error) +
-                            " (shared memory is full or limited); free /dev/shm, lower "
-                            "GLOO_LITE_SHM_RING_BYTES, or use GLOO_LITE_TRANSPORT=tcp");
+      std::string why = me + " cannot reserve " + std::to_string(layout_.inbox_stride) +
+                        " bytes of shared memory for the inbox of rank " + std::to_string(peer) +
+                        ": " + std::strerror(error) + " (shared memory is full or limited)";
+      if (!declines_allowed_ || static_cast<size_t>(peer) >= kRefusedBytes * 8) {
+        throw ConnectionError(why +
+                              "; free memory, lower GLOO_LITE_SHM_RING_BYTES, or use "
+                              "GLOO_LITE_TRANSPORT=tcp");
+      }
+      header_->refused[peer / 8] |= static_cast<uint8_t>(1u << (peer % 8));
+      if (header_->refuse_error == 0) header_->refuse_error = static_cast<uint32_t>(error);
+      refused[peer] = why;
+      continue;
     }
-    pair->inbox.attach(segment_->data(), layout_, pair->peer);
+    pair->inbox.attach(segment_->data(), layout_, peer);
     pair->inbox.control->reserved.store(1, std::memory_order_release);
   }
   header_->context_id = context_id;
   header_->ready.store(1, std::memory_order_release);
 
+  // Both ends give a pair back when either refused it (each reads the other's header once it
+  // is ready): the same verdict on both, so the next transport connects it on both.
+  auto give_back = [&](Pair& pair, const std::string& why, bool here) {
+    pair.served = false;
+    pair.remote.reset();
+    pair.failure = {ErrorKind::kInvalid, "this shared-memory mesh does not serve rank " +
+                                             std::to_string(pair.peer) + " (" + why + ")"};
+    decline(pair.peer, why, here);
+  };
   try {
     for (auto& pair : pairs_) {
       if (!pair || !pair->served) continue;
       const int peer = pair->peer;
+      if (!refused[peer].empty()) {
+        give_back(*pair, refused[peer], /*here=*/true);
+        continue;
+      }
       const std::string who = "rank " + std::to_string(peer) + " (pid " +
                               std::to_string(pair->address.pid) + ", fd " +
                               std::to_string(pair->address.fd) + ")";
@@ -146,6 +170,17 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       if (theirs.segment_bytes != header->segment_bytes ||
           header->inbox_stride != theirs.inbox_stride) {
         reject("its layout is inconsistent");
+      }
+      if (static_cast<size_t>(rank_) < kRefusedBytes * 8 &&
+          ((header->refused[rank_ / 8] >> (rank_ % 8)) & 1) != 0) {
+        std::string why =
+            "rank " + std::to_string(peer) + " (pid " + std::to_string(pair->address.pid) +
+            ") cannot reserve " + std::to_string(header->inbox_stride) +
+            " bytes of shared memory for the inbox of rank " + std::to_string(rank_) + ": " +
+            std::strerror(header->refuse_error) + " (shared memory is full or limited)";
+        if (!declines_allowed_) reject(why);
+        give_back(*pair, why, /*here=*/false);
+        continue;
       }
       RingView view;
       view.attach(pair->remote->data(), theirs, rank_);

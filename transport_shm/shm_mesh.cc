@@ -54,6 +54,7 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
     : MatchingMesh(rank, size, "shm"), settings_(settings) {
   eager_bytes_ = settings.eager_bytes;
   unexpected_limit_ = settings.unexpected_bytes;
+  unexpected_knob_ = "GLOO_LITE_SHM_UNEXPECTED_BYTES";
   layout_ = Layout::of(size, settings.ring_bytes);
   address_ = local_address();
   address_.nonce = random_nonce();
@@ -64,7 +65,9 @@ ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
   const std::string me = "rank " + std::to_string(rank);
   segment_ = SharedMemory::create(
       me + ": the shared-memory transport's segment", "gloo_lite_shm_rank" + std::to_string(rank),
-      layout_.segment_bytes, kHeaderBytes, "use GLOO_LITE_TRANSPORT=tcp");
+      layout_.segment_bytes, kHeaderBytes,
+      "lower GLOO_LITE_SHM_RING_BYTES, raise the limit (ulimit -f, memory), or use "
+      "GLOO_LITE_TRANSPORT=tcp");
   header_ = reinterpret_cast<SegmentHeader*>(segment_->data());
   address_.fd = segment_->fd();
   header_->magic = kMagic;

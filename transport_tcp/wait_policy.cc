@@ -26,8 +26,10 @@ double local_ranks_per_core(const std::string& my_address, const std::vector<std
   const std::string mine = host_part(my_address);
   int local = 0;
   for (const std::string& peer : peers) {
-    // The rank's own entry, and peers whose connect() gave no address, count as this host.
-    if (peer.empty() || host_part(peer) == mine) ++local;
+    // The rank's own entry and the peers this mesh reaches on this host. A peer with no
+    // address is served by another transport, which tells nothing of where it runs (ibverbs
+    // reaches other hosts): not counted. The shared-memory mesh counts its own peers.
+    if (!peer.empty() && host_part(peer) == mine) ++local;
   }
   int cpus = std::max(1, count_cpus(usable_cpu_mask()));
   return static_cast<double>(std::max(local, 1)) / cpus;

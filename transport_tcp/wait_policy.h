@@ -17,7 +17,8 @@ namespace gloo_lite::tcp {
 WaitBounds wait_bounds();
 
 // Ranks of a job on this host per CPU this process may use, from the peers' listening addresses
-// (peers with this rank's host part count as local) and this process's CPU mask.
+// (peers with this rank's host part count as local; peers without an address, which another
+// transport serves, do not) and this process's CPU mask.
 double local_ranks_per_core(const std::string& my_address, const std::vector<std::string>& peers);
 
 }  // namespace gloo_lite::tcp

@@ -77,11 +77,11 @@ void MatchingMesh::fail_operations_of_peer(int peer, ErrorKind kind, const std::
   }
   // Announced large messages can no longer be fetched; eager payloads stay deliverable.
   for (auto& [tag, messages] : unexpected_) {
-    messages.erase(std::remove_if(messages.begin(), messages.end(),
-                                  [&](const std::unique_ptr<Unexpected>& m) {
-                                    return m->peer == peer && m->rendezvous;
-                                  }),
-                   messages.end());
+    messages.remove_if([&](const std::unique_ptr<Unexpected>& m) {
+      if (m->peer != peer || !m->rendezvous) return false;
+      release(*m);
+      return true;
+    });
   }
 }
 
@@ -154,7 +154,8 @@ bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadl
   }
   throw TimeoutError("rank " + std::to_string(rank_) + " timed out waiting for: " + late +
                      ". The peer may be stuck, slow, or waiting for something else; raise "
-                     "the timeout (GLOO_LITE_TIMEOUT_MS) if it is only slow");
+                     "the timeout (GLOO_LITE_TIMEOUT_MS) if it is only slow." +
+                     unexpected_bound_note());
 }
 
 void MatchingMesh::cancel(const RequestPtr& request) {

@@ -313,8 +313,11 @@ void MatchingMesh::on_ready_to_send(int peer, uint64_t tag, uint64_t length, uin
                                     uint64_t fingerprint) {
   OpPtr op = match_posted(peer, tag);
   if (!op) {
-    queue_unexpected(tag, std::make_unique<Unexpected>(
-                              Unexpected{peer, true, length, send_id, fingerprint, {}}));
+    // Charged (its bookkeeping) but never held back: its sender's buffer holds the payload.
+    auto message =
+        std::make_unique<Unexpected>(Unexpected{peer, true, length, send_id, fingerprint, {}});
+    charge(*message);
+    queue_unexpected(tag, std::move(message));
   } else if (!same_call(peer, op, fingerprint)) {
     return;
   } else if (op->bytes_ != length) {
@@ -362,7 +365,7 @@ std::unique_ptr<Unexpected> MatchingMesh::new_unexpected(int peer, uint64_t leng
                                                          uint64_t fingerprint) {
   auto message = std::make_unique<Unexpected>(Unexpected{peer, false, length, 0, fingerprint, {}});
   message->payload.resize(length);
-  unexpected_bytes_ += length;
+  charge(*message);
   return message;
 }
 
@@ -375,7 +378,7 @@ void MatchingMesh::queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> me
     for (const OpPtr& candidate : posted->second) {
       if (candidate->fingerprint_ == kUnchecked) continue;
       if (candidate->fingerprint_ != message->fingerprint) {
-        if (!message->rendezvous) unexpected_bytes_ -= message->length;
+        release(*message);
         OpPtr op = candidate;  // reject_call clears posted_
         reject_call(message->peer, op, message->fingerprint);
         return;
@@ -385,7 +388,7 @@ void MatchingMesh::queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> me
   }
   // No receive of this tag is posted: this rank may have finished the call, or passed it.
   if (reject_if_stray(message->peer, tag, message->fingerprint)) {
-    if (!message->rendezvous) unexpected_bytes_ -= message->length;
+    release(*message);
     return;
   }
   unexpected_[tag].push_back(std::move(message));
@@ -403,10 +406,26 @@ void MatchingMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
     if (message.length > 0) std::memcpy(op->data_, message.payload.data(), message.length);
     complete(op);
   }
-  if (!message.rendezvous) {
-    unexpected_bytes_ -= message.length;
-    resume_held_messages();
+  release(message);
+  resume_held_messages();
+}
+
+std::string MatchingMesh::unexpected_bound_note() const {
+  // Room left for the largest eager message: nothing can be held back.
+  if (unexpected_bytes_ == 0 ||
+      unexpected_bytes_ + eager_bytes_ + kUnexpectedEntryBytes <= unexpected_limit_) {
+    return "";
   }
+  return " Rank " + std::to_string(rank_) +
+         "'s queue of messages that arrived before their "
+         "receive is at its bound (" +
+         std::to_string(unexpected_entries_) + " messages, " + std::to_string(unexpected_bytes_) +
+         " bytes charged, each its payload plus " + std::to_string(kUnexpectedEntryBytes) +
+         " bytes, of " + unexpected_knob_ + "=" + std::to_string(unexpected_limit_) +
+         "): later messages from the peers that sent them "
+         "are held back until receives take some. Post receives in the order peers send, or "
+         "raise " +
+         unexpected_knob_ + ".";
 }
 
 void MatchingMesh::reject_size(int peer, const OpPtr& op, uint64_t sent) {

@@ -3,7 +3,7 @@
 //  - receives posted per tag in posting order, each naming one peer or a set (receive from
 //    any); messages match them per (peer, tag) and never overtake;
 //  - the unexpected queue (eager payloads and rendezvous announcements that found no receive)
-//    and its byte bound;
+//    and its bound, which charges every entry its payload plus kUnexpectedEntryBytes;
 //  - the call check: a message matched by a receive of another call (their fingerprints
 //    differ, transport.h) fails that receive and aborts the mesh, wherever it matched; so does
 //    a message that waits under a tag for which a receive of another call is posted (a tag is
@@ -23,7 +23,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -37,6 +36,16 @@
 #include "gloo_lite/transport/transport.h"
 
 namespace gloo_lite::transport {
+
+// What one entry of the unexpected queue costs beyond its payload, charged against the bound
+// with it, so that the bound covers the queue's memory and not only its payload bytes (a root
+// far ahead sending 8-byte messages once queued 800,000 entries, 660 MB, under a 64 MiB bound
+// that counted 6.4 MB of them): the Unexpected record, its list node, the hash-map node and
+// bucket of its tag (a message of a call this rank has not reached has a tag of its own), the
+// heap block of its payload and the allocator's headers. Measured 190 bytes per 8-byte entry
+// under a tag of its own with glibc on x86-64 (830 with the deque per tag used before);
+// rounded up for other allocators and larger payloads' rounding.
+constexpr size_t kUnexpectedEntryBytes = 256;
 
 class MatchingMesh : public Mesh {
  public:
@@ -94,6 +103,19 @@ class MatchingMesh : public Mesh {
     first_cause_.note(cause, mesh_failure_);
     abort_locked(kind, cause.text);
   }
+  // A pair this mesh gave back at connect: both ends found that it cannot serve it after all
+  // (its shared memory could not be reserved), and the mixed mesh connects it over the next
+  // transport. `here`: this rank's own failure (it warns; its peer only informs).
+  struct Declined {
+    int peer;
+    std::string why;
+    bool here;
+  };
+  // Lets connect() give pairs back instead of failing: a mixed mesh allows it unless this
+  // transport was forced (GLOO_LITE_TRANSPORT); a pair no later transport takes then fails.
+  void allow_declines() { declines_allowed_ = true; }
+  const std::vector<Declined>& declined() const { return declined_; }
+
   // Whether a waiter has work here right now that no thread of the transport will do: output
   // queued for a peer, a message arriving in parts, records it can read. Only a transport
   // without a progress engine (shared memory) says so; a mixed mesh then keeps its wait
@@ -133,10 +155,12 @@ class MatchingMesh : public Mesh {
   bool receive_awaiting_data_from(int peer) const;
   // The sender took back a message this rank had matched.
   void on_send_cancelled(int peer, uint64_t recv_id);
-  // Whether an eager payload of `bytes` may join the unexpected queue now. When not, the
-  // transport stops taking messages from that peer until resume_held_messages().
+  // Whether an eager payload of `bytes` may join the unexpected queue now (the first entry
+  // always may). When not, the transport stops taking messages from that peer until
+  // resume_held_messages().
   bool unexpected_has_room(uint64_t bytes) const {
-    return unexpected_bytes_ == 0 || unexpected_bytes_ + bytes <= unexpected_limit_;
+    return unexpected_bytes_ == 0 ||
+           unexpected_bytes_ + bytes + kUnexpectedEntryBytes <= unexpected_limit_;
   }
   // An eager message of `length` bytes, counted against the bound; the caller fills payload.
   std::unique_ptr<Unexpected> new_unexpected(int peer, uint64_t length, uint64_t fingerprint);
@@ -169,6 +193,12 @@ class MatchingMesh : public Mesh {
   // transport keeps no pair for it.
   void set_served(const std::vector<std::string>& addresses);
   bool served(int peer) const { return served_.empty() || served_[peer]; }
+  // connect(): `peer` is not served after all (only where declines_allowed_); see Declined.
+  void decline(int peer, const std::string& why, bool here) {
+    served_[peer] = false;
+    declined_.push_back({peer, why, here});
+  }
+  bool declines_allowed_ = false;
   bool cancel_locked(const OpPtr& op);
   std::string describe_op(const Op& op) const;
 
@@ -182,7 +212,9 @@ class MatchingMesh : public Mesh {
     return describe_abort(cause, cause.origin, [this](int r) { return describe_peer(r); });
   }
   size_t eager_bytes_ = 0;       // larger messages, and device memory, go by rendezvous
-  size_t unexpected_limit_ = 0;  // bytes of unexpected eager payloads per mesh
+  size_t unexpected_limit_ = 0;  // bytes the unexpected queue may be charged, per mesh
+  // The knob that sets unexpected_limit_, named when a wait times out at the bound.
+  const char* unexpected_knob_ = "GLOO_LITE_TCP_UNEXPECTED_BYTES";
 
   // --- what the transport provides (called under mutex_) ---
   virtual bool peer_open(int peer) const = 0;
@@ -240,10 +272,25 @@ class MatchingMesh : public Mesh {
 
   const char* log_subsystem_;
   std::vector<bool> served_;  // by rank; empty: every peer (before connect)
-  uint32_t last_id_ = 0;      // ids fit 32 bits: verbs carries a recv id as immediate data
+  std::vector<Declined> declined_;
+  uint32_t last_id_ = 0;  // ids fit 32 bits: verbs carries a recv id as immediate data
   std::unordered_map<uint64_t, std::list<OpPtr>> posted_;  // receives by tag, posting order
-  std::unordered_map<uint64_t, std::deque<std::unique_ptr<Unexpected>>> unexpected_;  // by tag
-  size_t unexpected_bytes_ = 0;
+  // By tag. A list, not a deque: a deque's first block (512 bytes) per tag made an entry of
+  // its own call cost four times more.
+  std::unordered_map<uint64_t, std::list<std::unique_ptr<Unexpected>>> unexpected_;
+  size_t unexpected_bytes_ = 0;    // charged: payloads plus kUnexpectedEntryBytes per entry
+  size_t unexpected_entries_ = 0;  // for the text of a timeout at the bound
+  // An entry joins or leaves the queue's charge (eager: its payload too).
+  void charge(const Unexpected& message) {
+    unexpected_bytes_ += (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
+    ++unexpected_entries_;
+  }
+  void release(const Unexpected& message) {
+    unexpected_bytes_ -= (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
+    --unexpected_entries_;
+  }
+  // The sentence a timeout adds while the queue may hold messages back (else empty).
+  std::string unexpected_bound_note() const;
   std::unordered_map<uint64_t, OpPtr> awaiting_clearance_;  // sends, by send id
   std::unordered_map<uint64_t, OpPtr> awaiting_data_;       // receives, by recv id
   Failure mesh_failure_;

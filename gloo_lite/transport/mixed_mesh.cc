@@ -2,6 +2,7 @@
 // mixed_mesh.h.
 #include "gloo_lite/transport/mixed_mesh.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -74,10 +75,24 @@ class MixedMesh::MixedMemory : public Memory {
 MixedMesh::MixedMesh(int rank, int size, std::vector<SubDevice> transports, bool forced,
                      const MeshOptions& options)
     : rank_(rank), size_(size), forced_(forced) {
-  for (auto& transport : transports) {
+  for (size_t t = 0; t < transports.size(); ++t) {
+    SubDevice& transport = transports[t];
     auto sub = std::make_unique<Sub>();
-    sub->mesh = transport.device->create_mesh(rank, size, options);
+    try {
+      sub->mesh = transport.device->create_mesh(rank, size, options);
+    } catch (const ConnectionError& e) {
+      // It cannot set up on this rank (a shared-memory segment that cannot be created or
+      // sized: a memory or file-size limit, a seccomp profile). Unless it was forced or none
+      // follows, this rank's pairs take the next transport: it is left out of this rank's
+      // address list, so both ends of each pair choose without it (choose()). The store's
+      // exchange of addresses is the agreement; no rank decides a pair alone.
+      if (forced || t + 1 == transports.size()) throw;
+      unavailable_.push_back({transport.name, e.what()});
+      continue;
+    }
     sub->engine = dynamic_cast<MatchingMesh*>(sub->mesh.get());
+    // Unless forced, a pair it cannot serve after all goes to the next transport (connect()).
+    if (sub->engine && !forced) sub->engine->allow_declines();
     sub->address = sub->mesh->address();
     sub->transport = std::move(transport);
     subs_.push_back(std::move(sub));
@@ -102,9 +117,14 @@ int MixedMesh::sub_index(const std::string& name) const {
   return -1;
 }
 
-int MixedMesh::choose(const std::vector<LabelledAddress>& a,
-                      const std::vector<LabelledAddress>& b) const {
+int MixedMesh::choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b,
+                      const std::string& after) const {
+  bool skipping = !after.empty();
   for (const auto& mine : a) {
+    if (skipping) {
+      skipping = mine.name != after;
+      continue;
+    }
     const LabelledAddress* theirs = find_part(b, mine.name);
     if (theirs == nullptr) continue;
     int index = sub_index(mine.name);
@@ -146,6 +166,7 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
       }
     }
   }
+  warn_unavailable(lists);
   if (unserved_pairs > 0) {
     if (unserved_pairs > 8) unserved += " and " + std::to_string(unserved_pairs - 8) + " more";
     if (forced_) {
@@ -181,6 +202,7 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
     if (!serves) continue;  // dropped: it serves nobody
     subs_[i]->mesh->connect(own, context_id, deadline);
     new_index[i] = serving++;
+    if (subs_[i]->engine) reroute_declined(*subs_[i], lists);
   }
   std::vector<std::unique_ptr<Sub>> kept;
   for (size_t i = 0; i < subs_.size(); ++i) {
@@ -192,6 +214,60 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
   subs_ = std::move(kept);
   single_ = subs_.size() == 1 ? subs_.front()->mesh.get() : nullptr;
   log_choice();
+}
+
+void MixedMesh::reroute_declined(const Sub& sub,
+                                 const std::vector<std::vector<LabelledAddress>>& lists) {
+  for (const auto& declined : sub.engine->declined()) {
+    const int peer = declined.peer;
+    const int a = std::min(rank_, peer);
+    const int b = std::max(rank_, peer);
+    // The same rule as the first choice, past this transport: both ends pick the same one,
+    // and a later one in table order, which connects after this one on every rank.
+    int next = choose(lists[a], lists[b], sub.transport.name);
+    if (next < 0) {
+      throw ConnectionError("rank " + std::to_string(rank_) + ": " + declined.why +
+                            ", and no transport after " + sub.transport.name +
+                            " can serve the pair of ranks " + std::to_string(a) + " and " +
+                            std::to_string(b));
+    }
+    sub_of_peer_[peer] = next;
+    // (`why` names the ranks already: "rank 1 of 3 cannot reserve ...".)
+    std::string text = declined.why + "; ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                       " use " + subs_[next]->transport.name + " instead of " + sub.transport.name;
+    if (declined.here) {
+      LOG_WARN("context", text);
+    } else {
+      LOG_INFO("context", text);  // the rank that failed warns
+    }
+  }
+}
+
+void MixedMesh::warn_unavailable(const std::vector<std::vector<LabelledAddress>>& lists) const {
+  for (const auto& [name, why] : unavailable_) {
+    // The peers that offered it: with it, their pairs with this rank might have used it.
+    std::vector<int> offered;
+    std::vector<std::pair<std::string, std::vector<int>>> instead;  // transport, peers
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_ || find_part(lists[p], name) == nullptr || sub_of_peer_[p] < 0) continue;
+      offered.push_back(p);
+      const std::string& used = subs_[sub_of_peer_[p]]->transport.name;
+      auto group = std::find_if(instead.begin(), instead.end(),
+                                [&](const auto& entry) { return entry.first == used; });
+      if (group == instead.end()) group = instead.insert(instead.end(), {used, {}});
+      group->second.push_back(p);
+    }
+    if (offered.empty()) continue;  // nobody could have used it with this rank
+    std::string text;
+    for (const auto& [used, peers] : instead) {
+      text += (text.empty() ? "" : ", ") + used + " for rank" + (peers.size() > 1 ? "s " : " ") +
+              rank_ranges(peers);
+    }
+    LOG_WARN("context", "rank " << rank_ << ": " << name << " is unavailable on this rank (" << why
+                                << "); its pairs with rank" << (offered.size() > 1 ? "s " : " ")
+                                << rank_ranges(offered) << ", which offer " << name
+                                << ", use the next transport instead: " << text);
+  }
 }
 
 void MixedMesh::log_choice() const {

@@ -9,6 +9,15 @@
 // (GLOO_LITE_TRANSPORT=shm across hosts) fails connect() on every rank at once, naming the
 // ranks, instead of leaving the others to time out.
 //
+// A sub-mesh may also give a pair back at connect (both ends agree: shared memory that cannot
+// be reserved for that pair's inbox); the pair then takes the next transport after it in the
+// same way, connected later in table order on both ends.
+//
+// A transport whose mesh cannot be created on this rank (create_mesh throws ConnectionError: a
+// shared-memory segment that cannot be created or sized) is left out of this rank's address
+// list unless it was forced or is the last one: every pair with this rank then chooses the
+// next, on both ends alike, and this rank warns once, naming the peers and the cause.
+//
 // One transport for every peer (the usual case: one host, or GLOO_LITE_TRANSPORT): the mesh
 // delegates everything to that sub-mesh, requests and memory included, at the cost of one
 // branch per call.
@@ -55,6 +64,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gloo_lite/transport/matching.h"
@@ -105,9 +115,17 @@ class MixedMesh : public Mesh {
   void check_peer(const char* what, int peer) const;
   // The sub-mesh (index into subs_) chosen for the pair (a, b) from their address lists, -1:
   // none can serve it.
-  int choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b) const;
+  // `after`: only transports after that one in a's list (a pair its sub-mesh gave back).
+  int choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b,
+             const std::string& after = "") const;
+  // The pairs `sub` gave back at connect (MatchingMesh::declined) take the next transport
+  // that serves them; one warning on the rank whose failure it was.
+  void reroute_declined(const Sub& sub, const std::vector<std::vector<LabelledAddress>>& lists);
   int sub_index(const std::string& name) const;
   void log_choice() const;
+  // One warning per transport that could not set up here, naming the peers that offered it
+  // and what their pairs use instead.
+  void warn_unavailable(const std::vector<std::vector<LabelledAddress>>& lists) const;
   // One round of progress, without sleeping, on every waiter-driven sub-mesh but `except`
   // (an index into subs_; -1: none) (rule 2). True when one of them has work in hand, so
   // that the next slice must be short.
@@ -119,6 +137,8 @@ class MixedMesh : public Mesh {
   std::vector<std::unique_ptr<Sub>> subs_;
   std::vector<int> sub_of_peer_;  // by rank; -1: this rank
   Mesh* single_ = nullptr;        // the only sub-mesh, when one serves every peer
+  // Transports whose mesh could not be created on this rank (name, why): not offered.
+  std::vector<std::pair<std::string, std::string>> unavailable_;
 };
 
 }  // namespace gloo_lite::transport

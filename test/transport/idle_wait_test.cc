@@ -154,11 +154,16 @@ TEST(WaitPolicy, DefaultsFollowTheHostLoadAndTheKnobOverrides) {
 TEST(WaitPolicy, LocalRanksPerCoreCountsPeersOnThisHost) {
   ScopedEnv cores("GLOO_LITE_CORES", "2");
   // Two ranks on 10.0.0.1 (one of them this one), one elsewhere, one served by another
-  // transport (empty: on this host).
+  // transport (empty: it may be anywhere, ibverbs reaches other hosts; not counted).
   EXPECT_DOUBLE_EQ(tcp::local_ranks_per_core(
                        "10.0.0.1:5000", {"10.0.0.1:5000", "10.0.0.1:5001", "10.0.0.2:5000", ""}),
-                   1.5);
+                   1.0);
   EXPECT_DOUBLE_EQ(tcp::local_ranks_per_core("[::1]:7", {"[::1]:7", "[::2]:7"}), 0.5);
+  // A TCP mesh that serves only remote peers (the others over ibverbs or shared memory) is
+  // one rank on this host, however many peers another transport serves.
+  EXPECT_DOUBLE_EQ(
+      tcp::local_ranks_per_core("10.0.0.1:5000", {"", "", "10.0.0.1:5000", "", "10.0.0.3:5000"}),
+      0.5);
 }
 
 }  // namespace
