@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -238,6 +239,11 @@ struct Param {
   Layer layer;
   PipelineCase c;
 };
+
+// The test name says it all; without this GoogleTest prints the parameter as raw bytes.
+void PrintTo(const Param& param, std::ostream* out) {
+  *out << (param.layer == Layer::kCuda ? "cuda layer" : "host stand-in layer");
+}
 
 class Pipeline : public ::testing::TestWithParam<Param> {};
 
