@@ -317,6 +317,102 @@ std::string case_name(const ::testing::TestParamInfo<Param>& info) {
   return name + "_P" + std::to_string(c.ranks);
 }
 
+// Calls chained on one stream, the caller's own work after them, and the blocking form: the
+// second call must see the first's result, the kernel the second's, and the blocking form's
+// result must be in place when it returns (device memory is host memory on the stand-in).
+TEST(HostStandInStreamOrder, ChainedCallsThenTheCallersWorkThenBlockingForm) {
+  constexpr int kRanks = 3;
+  constexpr size_t kCount = 1000;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      kRanks,
+      [&](Context& context) {
+        const int rank = context.rank();
+        auto layer = make_layer(Layer::kHostStandIn, rank);
+        cuda::PipelineOptions pipeline;
+        pipeline.slot_bytes = 512;
+        pipeline.slots = 2;
+        cuda::Communicator communicator(context, layer, pipeline);
+        cuda::Stream stream = layer->create_stream();
+        // Element i of rank r: r * 1000 + i, exact in float32 for these sums.
+        std::vector<float> host(kCount), back(kCount);
+        for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(rank * 1000 + i);
+        auto* data = static_cast<float*>(layer->allocate_device(kCount * sizeof(float)));
+        layer->copy_to_device(data, host.data(), kCount * sizeof(float), stream);
+        // Rank 1 doubles its copy before the broadcast, so the broadcast's data is not what
+        // every rank already holds.
+        communicator.allreduce(data, data, kCount, DataType::kFloat32, ReduceOp::kSum, stream);
+        if (rank == 1)
+          layer->reduce(data, data, kCount, DataType::kFloat32, ReduceOp::kSum, stream);
+        communicator.broadcast(data, kCount, DataType::kFloat32, 1, stream);
+        layer->reduce(data, data, kCount, DataType::kFloat32, ReduceOp::kSum, stream);
+        layer->copy_to_host(back.data(), data, kCount * sizeof(float), stream);
+        layer->synchronize_stream(stream);
+        for (size_t i = 0; i < kCount; ++i) {
+          const float sum = static_cast<float>(3000 + 3 * i);  // sum over r of r * 1000 + i
+          ASSERT_EQ(back[i], 4 * sum) << "rank " << rank << " element " << i;
+        }
+        // Blocking: max over ranks of (rank + 1) * i, read straight from "device" memory.
+        for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>((rank + 1) * i);
+        layer->copy_to_device(data, host.data(), kCount * sizeof(float), stream);
+        cuda::allreduce(communicator, data, data, kCount, DataType::kFloat32, ReduceOp::kMax,
+                        stream);
+        for (size_t i = 0; i < kCount; ++i) {
+          ASSERT_EQ(data[i], static_cast<float>(kRanks * i)) << "rank " << rank << " element " << i;
+        }
+        layer->free_device(data);
+        layer->destroy_stream(stream);
+        store_barrier(context, "done");
+      },
+      120s, options);
+  expect_all_ok(results);
+}
+
+// Invalid calls throw InvalidArgument from the call and enqueue nothing: a valid call after
+// them runs normally.
+TEST(HostStandInArguments, InvalidCallsThrowBeforeAnythingIsEnqueued) {
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      2,
+      [&](Context& context) {
+        auto layer = make_layer(Layer::kHostStandIn, context.rank());
+        cuda::PipelineOptions pipeline;
+        pipeline.reduce_on = ReduceOn::kDevice;
+        cuda::Communicator communicator(context, layer, pipeline);
+        cuda::Stream stream = layer->create_stream();
+        auto* data = static_cast<int32_t*>(layer->allocate_device(64 * sizeof(int32_t)));
+        EXPECT_THROW(
+            communicator.allreduce(data, data, 64, DataType::kFloat32, ReduceOp::kBand, stream),
+            InvalidArgument);
+        EXPECT_THROW(communicator.broadcast(data, 64, DataType::kInt32, 2, stream),
+                     InvalidArgument);
+        EXPECT_THROW(
+            communicator.allreduce(nullptr, data, 64, DataType::kInt32, ReduceOp::kSum, stream),
+            InvalidArgument);
+        EXPECT_THROW(
+            communicator.allreduce(data, data + 1, 64, DataType::kInt32, ReduceOp::kSum, stream),
+            InvalidArgument);
+        CollectiveOptions custom;
+        custom.custom = plus_one_function(DataType::kInt32);
+        EXPECT_THROW(communicator.allreduce(data, data, 64, DataType::kInt32, ReduceOp::kCustom,
+                                            stream, custom),
+                     InvalidArgument);  // a custom op runs on the host only
+        EXPECT_THROW(
+            communicator.allreduce(data, data, 64, DataType::kInt32, ReduceOp::kSum, nullptr),
+            InvalidArgument);  // the stand-in has no legacy stream
+        for (int i = 0; i < 64; ++i) data[i] = i + context.rank();
+        cuda::allreduce(communicator, data, data, 64, DataType::kInt32, ReduceOp::kSum, stream);
+        for (int i = 0; i < 64; ++i) ASSERT_EQ(data[i], 2 * i + 1) << "element " << i;
+        layer->free_device(data);
+        layer->destroy_stream(stream);
+        store_barrier(context, "done");
+      },
+      60s, options);
+  expect_all_ok(results);
+}
+
 INSTANTIATE_TEST_SUITE_P(HostStandIn, Pipeline, ::testing::ValuesIn(params(Layer::kHostStandIn)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, Pipeline, ::testing::ValuesIn(params(Layer::kCuda)), case_name);
