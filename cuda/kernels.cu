@@ -1,4 +1,6 @@
-// The CUDA layer's kernels (cuda/kernels.h). One reduction kernel and one division kernel per
+// The CUDA layer's kernels (cuda/kernels.h). The element functions are __host__ __device__: the
+// same code runs on the host in reduce_on_host / divide_on_host, which the tests compare with
+// gloo_lite's CPU kernels where no GPU is at hand. One reduction kernel and one division kernel per
 // element type; the operation is a run-time argument, the same for every thread, so the switch
 // costs no divergence and nvcc compiles 10 + 10 kernels rather than one per (type, op).
 #include <cuda_bf16.h>
@@ -19,16 +21,18 @@ struct BFloat {
   uint16_t bits;
 };
 
-__device__ float widen(Half x) { return __half2float(__ushort_as_half(x.bits)); }
-__device__ float widen(BFloat x) { return __bfloat162float(__ushort_as_bfloat16(x.bits)); }
-__device__ void narrow(float x, Half* out) { out->bits = __half_as_ushort(__float2half_rn(x)); }
-__device__ void narrow(float x, BFloat* out) {
+__host__ __device__ float widen(Half x) { return __half2float(__ushort_as_half(x.bits)); }
+__host__ __device__ float widen(BFloat x) { return __bfloat162float(__ushort_as_bfloat16(x.bits)); }
+__host__ __device__ void narrow(float x, Half* out) {
+  out->bits = __half_as_ushort(__float2half_rn(x));
+}
+__host__ __device__ void narrow(float x, BFloat* out) {
   out->bits = __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
 // Floats: IEEE sum/prod; min/max propagate a NaN of either side (reduction_kernels.h's rule).
 template <typename F>
-__device__ F combine_float(F a, F b, ReduceOp op) {
+__host__ __device__ F combine_float(F a, F b, ReduceOp op) {
   switch (op) {
     case ReduceOp::kProd:
       return a * b;
@@ -43,7 +47,7 @@ __device__ F combine_float(F a, F b, ReduceOp op) {
 
 // Integers: sum/prod wrap (on the unsigned type), min/max exact, band/bor/bxor on the bits.
 template <typename T>
-__device__ T combine_integer(T a, T b, ReduceOp op) {
+__host__ __device__ T combine_integer(T a, T b, ReduceOp op) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
     case ReduceOp::kProd:
@@ -64,7 +68,7 @@ __device__ T combine_integer(T a, T b, ReduceOp op) {
 }
 
 template <typename T>
-__device__ void combine(T* dst, T src, ReduceOp op) {
+__host__ __device__ void combine(T* dst, T src, ReduceOp op) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat>) {
     narrow(combine_float(widen(*dst), widen(src), op), dst);
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -75,7 +79,7 @@ __device__ void combine(T* dst, T src, ReduceOp op) {
 }
 
 template <typename T>
-__device__ void divide_one(T* data, int ranks) {
+__host__ __device__ void divide_one(T* data, int ranks) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat>) {
     narrow(widen(*data) / static_cast<float>(ranks), data);
   } else {
@@ -176,6 +180,22 @@ cudaError_t divide(void* data, size_t count, DataType type, int ranks, cudaStrea
         <<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(data), count, ranks);
   });
   return known ? cudaGetLastError() : cudaErrorInvalidValue;
+}
+
+void reduce_on_host(void* dst, const void* src, size_t count, DataType type, ReduceOp op) {
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < count; ++i) {
+      combine(static_cast<T*>(dst) + i, static_cast<const T*>(src)[i], op);
+    }
+  });
+}
+
+void divide_on_host(void* data, size_t count, DataType type, int ranks) {
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < count; ++i) divide_one(static_cast<T*>(data) + i, ranks);
+  });
 }
 
 cudaError_t wait_counter(const uint64_t* device_counter, uint64_t value, cudaStream_t stream) {

@@ -21,4 +21,9 @@ cudaError_t divide(void* data, size_t count, DataType type, int ranks, cudaStrea
 // One thread that sleeps until the mapped host word *counter >= value: holds `stream`.
 cudaError_t wait_counter(const uint64_t* device_counter, uint64_t value, cudaStream_t stream);
 
+// The kernels' element functions run in a host loop: what the tests compare with reduction.h's
+// CPU kernels, bit for bit, on machines without a GPU (the launch itself is tested on a GPU).
+void reduce_on_host(void* dst, const void* src, size_t count, DataType type, ReduceOp op);
+void divide_on_host(void* data, size_t count, DataType type, int ranks);
+
 }  // namespace gloo_lite::cuda::kernels
