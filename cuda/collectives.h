@@ -40,21 +40,22 @@
 
 namespace gloo_lite::cuda {
 
-// Where the reducing collectives combine received data.
+// Where allreduce and reduce combine received data (reduce_scatter always reduces on the host).
 enum class ReduceOn : uint8_t {
   // The CPU collective reduces on the pinned chunk (gloo_lite's CPU kernels; bytes on the wire
   // as for the CPU path).
   kHost,
-  // Every rank's chunk is gathered to the host (allgather), copied to device scratch and combined
-  // there by kernels in rank order (the same bits on every rank). Costs P times the wire bytes of
-  // a ring allreduce: for few ranks and slow host reductions (float16 / bfloat16).
+  // Every rank's chunk is gathered to the host (allgather, or gather to the root), copied to
+  // device scratch and combined there by kernels in rank order (the same bits on every rank).
+  // Costs P times the wire bytes of a ring allreduce: for few ranks and slow host reductions.
   kDevice,
 };
 
 struct PipelineOptions {
   // Staging pool: `slots` pinned buffers of `slot_bytes`, allocated once (at least 2 slots).
-  // A collective's chunk is the largest that fits a slot (allgather needs P+1 blocks of it,
-  // alltoall 2P), so the chunk size is slot_bytes for allreduce and broadcast.
+  // A collective's chunk is the largest that fits a slot: slot_bytes for allreduce, reduce,
+  // broadcast, send and recv; slot_bytes / P with ReduceOn::kDevice and for allgather;
+  // / (P + 1) for reduce_scatter; / 2P for alltoall. Every rank must use the same options.
   size_t slot_bytes = size_t{4} << 20;
   int slots = 4;
   ReduceOn reduce_on = ReduceOn::kHost;
