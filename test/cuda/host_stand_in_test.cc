@@ -48,7 +48,8 @@ TEST(HostStandInLayer, EventOrdersWorkAcrossStreams) {
 
 TEST(HostStandInLayer, StreamsWithoutAnEventRunOutOfOrder) {
   // The point of the delays: without the wait, the second stream overtakes the first (this is
-  // what makes the pipeline tests fail when a wait is missing).
+  // what makes the pipeline tests fail when a wait is missing). The two copies race on `middle`
+  // on purpose, as unordered streams do on a GPU (plain bytes: either outcome is a valid read).
   HostStandInOptions options;
   options.max_delay = 2000us;
   auto layer = host_stand_in_layer(options);
