@@ -40,7 +40,7 @@ if command -v ccache > /dev/null; then
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" \
-  -DGLOO_LITE_FUZZ=ON -DGLOO_LITE_BUILD_TESTS=OFF -DGLOO_LITE_BUILD_BENCHMARKS=OFF > /dev/null
+  -DGLOO_LITE_FUZZ=ON -DGLOO_LITE_BUILD_CUDA=OFF -DGLOO_LITE_BUILD_TESTS=OFF -DGLOO_LITE_BUILD_BENCHMARKS=OFF > /dev/null
 cmake --build "$build_dir" --target gloo_lite_fuzzers --parallel "$(nproc)"
 
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"

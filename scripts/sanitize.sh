@@ -45,7 +45,7 @@ fi
 # numbers in the reports.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="${CC:-gcc}" -DCMAKE_CXX_COMPILER="${CXX:-g++}" "${launcher[@]}" \
-  -DGLOO_LITE_SANITIZE="$sanitizers" "${extra[@]}"
+  -DGLOO_LITE_SANITIZE="$sanitizers" -DGLOO_LITE_BUILD_CUDA=OFF "${extra[@]}"
 # SANITIZE_TARGETS="a b": build only those targets (with the CTEST_ARGS selecting their tests).
 # shellcheck disable=SC2086
 cmake --build "$build_dir" --parallel "$(nproc)" ${SANITIZE_TARGETS:+--target $SANITIZE_TARGETS}
