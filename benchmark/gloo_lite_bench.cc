@@ -163,14 +163,7 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
     setup.op = row.op;
     setup.root = row.root;
     setup.options.algorithm = algorithm;
-    if (sweep.device) {
-      for (bool in_place : {false, true}) {
-        if (!(in_place ? info.in_place : info.out_of_place)) continue;
-        setup.in_place = in_place;
-        DeviceCall call(context, setup, sweep.buffers, *sweep.device);
-        (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
-      }
-    } else if (sweep.compute) {
+    if (sweep.compute) {  // --overlap is for -m cpu only (bench_options.cc)
       setup.in_place = !info.out_of_place;
       CollectiveCall call(context, setup, sweep.buffers);
       row.overlap = measure_overlap(context, call, setup.in_place, *sweep.compute, options);
@@ -178,8 +171,13 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
       for (bool in_place : {false, true}) {
         if (!(in_place ? info.in_place : info.out_of_place)) continue;
         setup.in_place = in_place;
-        CollectiveCall call(context, setup, sweep.buffers);
-        (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
+        Timing& timing = in_place ? row.in_place : row.out_of_place;
+        if (sweep.device) {
+          timing =
+              measure(context, DeviceCall(context, setup, sweep.buffers, *sweep.device), options);
+        } else {
+          timing = measure(context, CollectiveCall(context, setup, sweep.buffers), options);
+        }
       }
     }
     wrong += std::max<int64_t>(row.out_of_place.wrong, 0) +
