@@ -79,17 +79,31 @@ struct Setup {
   CollectiveOptions options;
 };
 
-class CollectiveCall {
+// What the timing loop (bench_sweep.h) needs of a call: the CPU collectives (CollectiveCall) and
+// the device ones (bench_device.h, -m cuda / host-stand-in) both provide it.
+class Call {
+ public:
+  virtual ~Call() = default;
+  // The blocking call.
+  virtual void run() const = 0;
+  // Writes the deterministic inputs (bench_values.h) where this rank's call reads them.
+  virtual void fill_inputs() const = 0;
+  // Wrong elements in this rank's result (0 on ranks that receive nothing).
+  virtual size_t count_wrong() const = 0;
+};
+
+class CollectiveCall : public Call {
  public:
   CollectiveCall(Context& context, const Setup& setup, Buffers& buffers);
-  // The blocking call.
-  void run() const;
+  void run() const override;
   // The same call, non-blocking (i<collective>): the buffers are the call's until the Work ends.
   Work start() const;
-  // Writes the deterministic inputs (bench_values.h) where this rank's call reads them.
-  void fill_inputs() const;
-  // Wrong elements in this rank's result (0 on ranks that receive nothing).
-  size_t count_wrong() const;
+  void fill_inputs() const override;
+  size_t count_wrong() const override;
+  // Where the call reads and writes, inside the Buffers it was made with (in place: the same
+  // buffer); the device calls place their device pointers at the same offsets.
+  uint8_t* input() const { return input_; }
+  uint8_t* output() const { return output_; }
 
  private:
   Work call(bool blocking) const;

@@ -44,6 +44,16 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
       --overlap-idle       with --overlap: the computation sleeps MS ms instead, as a caller
                            waiting for an accelerator or I/O would (no CPU taken from the
                            library: what overlap a machine without a spare core can reach)
+  -m, --mode MODE          cpu (host buffers, the CPU collectives; default), cuda (device
+                           buffers on GPU 0 through gloo_lite::cuda's staging pipeline), or
+                           host-stand-in (the same device path on the host stand-in layer,
+                           no GPU: for smoke tests); the device modes run allreduce, reduce,
+                           reduce_scatter, allgather, broadcast and alltoall
+      --copy-limit         with -m cuda or host-stand-in: instead of the collectives, the
+                           pinned device-to-host and host-to-device copy bandwidth per size,
+                           every rank copying at once (the staging pipeline's limit)
+      --slot-bytes SIZE    device modes: bytes per pinned staging slot (default 4M)
+      --slots N            device modes: staging slots (default 4, at least 2)
   -v, --verbose            progress on stderr even when it is not a terminal
   -h, --help               this text
 Sizes are bytes per rank buffer as in nccl-tests: for reduce_scatter, allgather, gather, scatter
@@ -75,7 +85,16 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-enum LongOnly { kCollective = 1000, kJson, kSizeTime, kOverlap, kOverlapIdle };
+enum LongOnly {
+  kCollective = 1000,
+  kJson,
+  kSizeTime,
+  kOverlap,
+  kOverlapIdle,
+  kCopyLimit,
+  kSlotBytes,
+  kSlots
+};
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -98,6 +117,10 @@ const option kLongOptions[] = {
     {"size-time", required_argument, nullptr, kSizeTime},
     {"overlap", required_argument, nullptr, kOverlap},
     {"overlap-idle", no_argument, nullptr, kOverlapIdle},
+    {"mode", required_argument, nullptr, 'm'},
+    {"copy-limit", no_argument, nullptr, kCopyLimit},
+    {"slot-bytes", required_argument, nullptr, kSlotBytes},
+    {"slots", required_argument, nullptr, kSlots},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -176,6 +199,29 @@ void apply(Options& options, int flag, const char* value, const char* word) {
     case kOverlapIdle:
       options.overlap_idle = true;
       break;
+    case 'm': {
+      std::string mode = value;
+      if (mode == "cpu") {
+        options.mode = Options::Mode::kCpu;
+      } else if (mode == "cuda") {
+        options.mode = Options::Mode::kCuda;
+      } else if (mode == "host-stand-in") {
+        options.mode = Options::Mode::kHostStandIn;
+      } else {
+        usage_error("-m wants cpu, cuda or host-stand-in, got '" + mode + "'");
+      }
+      break;
+    }
+    case kCopyLimit:
+      options.copy_limit = true;
+      break;
+    case kSlotBytes:
+      options.slot_bytes = parse_bytes(value, "--slot-bytes");
+      if (options.slot_bytes == 0) usage_error("--slot-bytes wants a size > 0");
+      break;
+    case kSlots:
+      options.slots = static_cast<int>(parse_int(value, "--slots", 2));
+      break;
     case 'h':
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -191,7 +237,7 @@ Options parse_options(int argc, char** argv) {
   opterr = 0;  // usage_error says what was wrong
   bool sizes_given = false;
   int flag;
-  while ((flag = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:A:t:Ivh", kLongOptions, nullptr)) !=
+  while ((flag = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:A:t:m:Ivh", kLongOptions, nullptr)) !=
          -1) {
     sizes_given = sizes_given || flag == 'b' || flag == 'e';
     try {
@@ -214,9 +260,27 @@ Options parse_options(int argc, char** argv) {
                 "-d (int8, uint8, int32, uint32, int64, uint64), not " + type_name(options.type));
   }
   if (options.min_bytes > options.max_bytes) usage_error("-b is larger than -e");
+  if (options.mode != Options::Mode::kCpu && options.overlap_ms > 0) {
+    usage_error("--overlap is for -m cpu (the device calls are timed blocking)");
+  }
+  if (options.copy_limit && options.mode == Options::Mode::kCpu) {
+    usage_error("--copy-limit measures a device layer: add -m cuda or -m host-stand-in");
+  }
   if (options.algorithms.empty()) options.algorithms = {"auto"};
   if (options.collectives.empty()) options.collectives = {"allreduce"};
   return options;
+}
+
+const char* mode_name(Options::Mode mode) {
+  switch (mode) {
+    case Options::Mode::kCpu:
+      return "cpu";
+    case Options::Mode::kCuda:
+      return "cuda";
+    case Options::Mode::kHostStandIn:
+      return "host-stand-in";
+  }
+  return "?";
 }
 
 std::vector<uint64_t> sweep_sizes(const Options& options) {

@@ -32,7 +32,21 @@ struct Options {
   double overlap_ms = 0;
   // --overlap-idle: the computation sleeps instead (bench_compute.h).
   bool overlap_idle = false;
+  // -m: where the buffers live. kCpu: host memory, the CPU collectives. kCuda: device memory
+  // through gloo_lite::cuda on the CUDA layer (GPU 0). kHostStandIn: the same calls on the host
+  // stand-in device layer (no GPU: smoke tests of the device path).
+  enum class Mode { kCpu, kCuda, kHostStandIn };
+  Mode mode = Mode::kCpu;
+  // --copy-limit: instead of the collective tables, the pinned device-to-host and
+  // host-to-device copy bandwidth per size on -m's device layer (every rank at once).
+  bool copy_limit = false;
+  // --slot-bytes, --slots: the device path's staging pool (cuda::PipelineOptions).
+  uint64_t slot_bytes = 4ull << 20;
+  int slots = 4;
 };
+
+// "cpu", "cuda", "host-stand-in".
+const char* mode_name(Options::Mode mode);
 
 // Parses argv; prints usage and exits 0 on -h, 2 on a malformed command line (with a message
 // naming the flag). Collective and algorithm names are checked later, against the library.

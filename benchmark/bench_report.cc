@@ -69,6 +69,12 @@ void print_run_header(const RunDescription& run, const Options& options) {
         "rank: %s steps)\n",
         options.overlap_ms, run.compute_steps.c_str());
   }
+  if (!run.device_layer.empty()) {
+    // The device modes time the blocking form (enqueue, then wait for the stream), as a
+    // caller that needs the result on the host would see it.
+    std::printf("#  mode %s: device buffers through gloo_lite::cuda on %s; blocking calls\n",
+                mode_name(options.mode), run.device_layer.c_str());
+  }
   std::printf("#\n# Using ranks\n");
   for (size_t rank = 0; rank < run.rank_lines.size(); ++rank) {
     std::printf("#  Rank %2zu %s\n", rank, run.rank_lines[rank].c_str());

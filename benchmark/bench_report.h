@@ -21,6 +21,7 @@ struct RunDescription {
   double ranks_per_core = 0;            // on the busiest host, as the tuner sees it
   std::vector<std::string> rank_lines;  // "pid 123 on host", one per rank
   std::string compute_steps;            // --overlap: the calibrated loop's length, "min..max"
+  std::string device_layer;             // -m cuda / host-stand-in: the layer and staging pool
 };
 
 void print_run_header(const RunDescription& run, const Options& options);

@@ -32,7 +32,7 @@ int64_t sum_over_ranks(Context& context, int64_t value) {
   return value;
 }
 
-int warm_up(Context& context, const CollectiveCall& call, const Options& options, double calls,
+int warm_up(Context& context, const Call& call, const Options& options, double calls,
             double extra_seconds) {
   int warmup = options.warmup;
   if (options.iterations == 0) warmup = std::max(warmup, 1);  // the estimate needs one
@@ -68,7 +68,7 @@ double busbw_gbps(const Row& row, const Timing& timing) {
   return algbw_gbps(row, timing) * row.info->bus_factor(row.ranks);
 }
 
-Timing measure(Context& context, const CollectiveCall& call, const Options& options) {
+Timing measure(Context& context, const Call& call, const Options& options) {
   Timing timing;
   timing.measured = true;
   barrier(context, control_options());

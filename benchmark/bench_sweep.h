@@ -58,7 +58,7 @@ int64_t sum_over_ranks(Context& context, int64_t value);
 // Runs the warm-up calls and returns the iteration count every rank agrees on: -n, or as many
 // iterations as fit in --size-time when one iteration takes `calls` calls plus `extra_seconds`,
 // judged from the slowest rank's warm-up. Collective over the context.
-int warm_up(Context& context, const CollectiveCall& call, const Options& options, double calls = 1,
+int warm_up(Context& context, const Call& call, const Options& options, double calls = 1,
             double extra_seconds = 0);
 
 // GB/s with GB = 1e9 B: algbw = bytes / time, busbw = algbw * the collective's bus factor.
@@ -67,6 +67,6 @@ double busbw_gbps(const Row& row, const Timing& timing);
 
 // Measures one form (in or out of place) of one call. Collective over the context: every rank
 // calls it with the same setup and options.
-Timing measure(Context& context, const CollectiveCall& call, const Options& options);
+Timing measure(Context& context, const Call& call, const Options& options);
 
 }  // namespace gloo_lite::bench

@@ -18,6 +18,7 @@
 
 #include "bench_collective.h"
 #include "bench_compute.h"
+#include "bench_device.h"
 #include "bench_json.h"
 #include "bench_options.h"
 #include "bench_overlap.h"
@@ -109,6 +110,7 @@ struct Sweep {
   JsonReport& json;
   bool progress;
   const Compute* compute;  // --overlap; null otherwise
+  DeviceRun* device;       // -m cuda / host-stand-in; null for -m cpu
 };
 
 // One table. Returns the wrong elements found (over all ranks).
@@ -161,7 +163,7 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
     setup.op = row.op;
     setup.root = row.root;
     setup.options.algorithm = algorithm;
-    if (sweep.compute) {
+    if (sweep.compute) {  // --overlap is for -m cpu only (bench_options.cc)
       setup.in_place = !info.out_of_place;
       CollectiveCall call(context, setup, sweep.buffers);
       row.overlap = measure_overlap(context, call, setup.in_place, *sweep.compute, options);
@@ -169,8 +171,13 @@ int64_t run_table(Sweep& sweep, const CollectiveInfo& info, const std::string& a
       for (bool in_place : {false, true}) {
         if (!(in_place ? info.in_place : info.out_of_place)) continue;
         setup.in_place = in_place;
-        CollectiveCall call(context, setup, sweep.buffers);
-        (in_place ? row.in_place : row.out_of_place) = measure(context, call, options);
+        Timing& timing = in_place ? row.in_place : row.out_of_place;
+        if (sweep.device) {
+          timing =
+              measure(context, DeviceCall(context, setup, sweep.buffers, *sweep.device), options);
+        } else {
+          timing = measure(context, CollectiveCall(context, setup, sweep.buffers), options);
+        }
       }
     }
     wrong += std::max<int64_t>(row.out_of_place.wrong, 0) +
@@ -195,7 +202,19 @@ int run(const Options& options) {
                           ": the root must be a rank below " + std::to_string(context->size()));
   }
   std::vector<const CollectiveInfo*> collectives = selected_collectives(options);
+  std::optional<DeviceRun> device;
+  if (options.mode != Options::Mode::kCpu) {
+    for (const CollectiveInfo* info : collectives) {
+      if (!has_device_form(info->kind)) {
+        throw InvalidArgument(std::string("-m ") + mode_name(options.mode) + ": " + info->name +
+                              " has no device form; the device modes run allreduce, reduce, "
+                              "reduce_scatter, allgather, broadcast and alltoall");
+      }
+    }
+    device.emplace(*context, options);
+  }
   RunDescription run = describe_run(*context);
+  if (device) run.device_layer = device->describe();
   std::optional<Compute> compute;
   if (options.overlap_ms > 0) {
     // One rank at a time, while the others wait in the barrier: each loop is timed on a core
@@ -210,6 +229,11 @@ int run(const Options& options) {
     run.compute_steps = format_count(fewest) + ".." + format_count(most);
   }
   if (context->rank() == 0) print_run_header(run, options);
+  if (options.copy_limit) {
+    measure_copy_limit(*context, *device, options);
+    barrier(*context, control_options());
+    return 0;
+  }
   // Allocated and touched once, for the largest size of every collective.
   Buffers buffers(options.max_bytes);
   JsonReport json;
@@ -218,7 +242,8 @@ int run(const Options& options) {
               buffers,
               json,
               isatty(STDERR_FILENO) || options.verbose,
-              compute ? &*compute : nullptr};
+              compute ? &*compute : nullptr,
+              device ? &*device : nullptr};
   int64_t wrong = 0;
   size_t tables = 0;
   for (const CollectiveInfo* info : collectives)
