@@ -296,10 +296,10 @@ Work work_of(const Call& call) {
 double cost(const Call& call, const CostModel& model) {
   Work work = work_of(call);
   // Ranks beyond the cores wait for each other's CPU: a flag is then a futex wake-up. The
-  // copies are not scaled by the load, as the message algorithms' wire term (whose kernel
-  // copies share the same cores) is not either: on one host shm then wins at every size, as
-  // measured (docs/algorithms.md, "shm measured"; scaling them made auto take
-  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there).
+  // copies stay unscaled on the path: where ranks share cores the tuner's host term counts
+  // every rank's copies and reductions, for this and for the message algorithms over the shm
+  // transport alike (registry.cc, estimate; scaling only these made auto take
+  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there, docs/algorithms.md).
   double flag =
       call.ranks_per_core > 1 ? 5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
   return work.steps * flag + work.copied * model.shm_beta + work.reduced * model.gamma;
