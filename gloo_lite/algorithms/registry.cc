@@ -21,7 +21,9 @@ const CostModel& CostModel::get() {
                                knob_double("GLOO_LITE_WAIT_US") * 1e-6,
                                knob_double("GLOO_LITE_SHM_P2P_ALPHA_US") * 1e-6,
                                1.0 / (knob_double("GLOO_LITE_SHM_P2P_BETA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_SHM_P2P_OVERHEAD_US") * 1e-6};
+                               knob_double("GLOO_LITE_SHM_P2P_OVERHEAD_US") * 1e-6,
+                               knob_double("GLOO_LITE_SHM_P2P_RENDEZVOUS_US") * 1e-6,
+                               static_cast<double>(knob_int("GLOO_LITE_SHM_EAGER_BYTES"))};
   return model;
 }
 
@@ -35,6 +37,8 @@ CostModel CostModel::over(const std::string& transport) const {
   }
   if (shm_p2p_beta > 0) model.beta = shm_p2p_beta;
   if (shm_p2p_overhead > 0) model.overhead = shm_p2p_overhead;
+  model.rendezvous = shm_p2p_rendezvous;
+  model.eager_bytes = shm_p2p_eager_bytes;
   model.cpu_copies = true;
   return model;
 }
@@ -68,8 +72,27 @@ CostModel bytes_only(CostModel model) {
   return model;
 }
 
+// `pairs` with a step's latency raised by the rendezvous where the algorithm's messages are
+// above the eager limit: its steps and bytes are its cost under unit models (one second per
+// step, per byte), so every family's formula says it without a second one.
+CostModel with_rendezvous(const Algorithm& algorithm, const Call& call, const CostModel& pairs) {
+  if (pairs.rendezvous <= 0) return pairs;
+  CostModel unit{};
+  unit.alpha = 1;
+  const double steps = algorithm.cost(call, unit);
+  unit.alpha = 0;
+  unit.beta = 1;
+  const double bytes = algorithm.cost(call, unit);
+  if (!(steps > 0) || bytes / steps <= pairs.eager_bytes) return pairs;
+  CostModel model = pairs;
+  model.alpha += pairs.rendezvous;
+  model.wait = pairs.alpha > 0 ? pairs.wait * model.alpha / pairs.alpha : 0;
+  return model;
+}
+
 // estimate() under a model already set for the call's transport (CostModel::over).
-double estimate_over(const Algorithm& algorithm, const Call& call, const CostModel& pairs) {
+double estimate_over(const Algorithm& algorithm, const Call& call, const CostModel& over) {
+  const CostModel pairs = with_rendezvous(algorithm, call, over);
   // Each core serves max(1, ranks per core) ranks and does their CPU work one after another:
   // each message's overhead and, where every byte moves by a CPU copy (the shm transport, the
   // segment), each rank's copies and reductions. The latter is the copy-contention term: on a

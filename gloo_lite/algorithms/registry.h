@@ -44,6 +44,15 @@ struct CostModel {
   double shm_p2p_alpha = 0;
   double shm_p2p_beta = 0;
   double shm_p2p_overhead = 0;
+  // A message above the shm transport's eager limit (GLOO_LITE_SHM_EAGER_BYTES) is read by its
+  // receiver from the sender's memory once both have posted it: a handshake and a completion
+  // more than an eager record. over("shm") carries both into rendezvous and eager_bytes.
+  double shm_p2p_rendezvous = 0;
+  double shm_p2p_eager_bytes = 0;
+  // Seconds a step adds when its algorithm's messages (the critical path's bytes per step)
+  // exceed eager_bytes; 0: no such term (the network's, not measured).
+  double rendezvous = 0;
+  double eager_bytes = 0;
   // Whether the CPUs of the ranks copy every byte the pairs move (over("shm") sets it): the
   // host term then counts each rank's copies and reductions besides its messages, so that
   // ranks sharing cores pay for each other's copies, in the segment and over the transport
@@ -51,12 +60,13 @@ struct CostModel {
   bool cpu_copies = false;
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
   // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US,
-  // GLOO_LITE_SHM_P2P_ALPHA_US, GLOO_LITE_SHM_P2P_BETA_GBPS, GLOO_LITE_SHM_P2P_OVERHEAD_US.
+  // GLOO_LITE_SHM_P2P_ALPHA_US, GLOO_LITE_SHM_P2P_BETA_GBPS, GLOO_LITE_SHM_P2P_OVERHEAD_US,
+  // GLOO_LITE_SHM_P2P_RENDEZVOUS_US, GLOO_LITE_SHM_EAGER_BYTES.
   static const CostModel& get();
 
   // This model as the message algorithms see it when every pair of ranks uses `transport`:
   // for "shm", alpha, beta and overhead are the shm_p2p_ ones (where set), wait keeps its
-  // share of alpha and cpu_copies is set; for any other transport (or "", not known) the model
+  // share of alpha, rendezvous and eager_bytes are the shm_p2p_ ones and cpu_copies is set; for any other transport (or "", not known) the model
   // unchanged. The segment's constants (shm_alpha, shm_beta) and gamma never change.
   CostModel over(const std::string& transport) const;
 };

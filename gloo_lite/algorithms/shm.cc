@@ -300,8 +300,10 @@ double cost(const Call& call, const CostModel& model) {
   // every rank's copies and reductions, for this and for the message algorithms over the shm
   // transport alike (registry.cc, estimate; scaling only these made auto take
   // halving_doubling at P = 8 from 1 MiB, 2-4x slower there, docs/algorithms.md).
+  // 2.5 alpha_shm per rank of a core: the 8 B allreduce at P = 4 and 8 on 2 cores took 5.3 and
+  // 15 us (docs/algorithms.md, "shm measured"); 5 made auto take the tree there, 1.3-2x slower.
   double flag =
-      call.ranks_per_core > 1 ? 5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
+      call.ranks_per_core > 1 ? 2.5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
   return work.steps * flag + work.copied * model.shm_beta + work.reduced * model.gamma;
 }
 
