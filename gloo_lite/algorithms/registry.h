@@ -65,9 +65,10 @@ struct CostModel {
   static const CostModel& get();
 
   // This model as the message algorithms see it when every pair of ranks uses `transport`:
-  // for "shm", alpha, beta and overhead are the shm_p2p_ ones (where set), wait keeps its
-  // share of alpha, rendezvous and eager_bytes are the shm_p2p_ ones and cpu_copies is set; for any other transport (or "", not known) the model
-  // unchanged. The segment's constants (shm_alpha, shm_beta) and gamma never change.
+  // for "shm", alpha, beta, overhead, rendezvous and eager_bytes are the shm_p2p_ ones (the
+  // first three where set), wait keeps its share of alpha and cpu_copies is set; for any other
+  // transport (or "", not known) the model unchanged. The segment's constants (shm_alpha,
+  // shm_beta) and gamma never change.
   CostModel over(const std::string& transport) const;
 };
 

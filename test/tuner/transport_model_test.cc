@@ -170,6 +170,32 @@ TEST(TransportModel, CrowdedShmHostCountsTheCopies) {
   EXPECT_DOUBLE_EQ(algo::estimate(doubling, over_shm, m), 2 * (2e-6 + n / 8e9 + n / 20e9));
 }
 
+// Over the shm transport a step whose messages exceed the eager limit costs the rendezvous
+// more (bytes on the critical path per step, from the algorithm's own formula). P = 2:
+// recursive doubling sends n in one step, ring n/2 in each of two.
+TEST(TransportModel, RendezvousAboveTheEagerLimit) {
+  algo::CostModel m = model();
+  m.shm_p2p_rendezvous = 8e-6;
+  m.shm_p2p_eager_bytes = 64 * 1024;
+  TransportsOnly shm(0, {"", "shm"});
+  TransportsOnly tcp(0, {"", "tcp"});
+  const algo::Algorithm& doubling = named("recursive_doubling");
+  const algo::Algorithm& ring = named("ring");
+  for (double n : {64.0 * 1024, 128.0 * 1024}) {
+    const double step = n > 64 * 1024 ? 10e-6 : 2e-6;  // alpha, plus the rendezvous above it
+    EXPECT_DOUBLE_EQ(algo::estimate(doubling, allreduce(2, n, &shm), m), step + n / 8e9 + n / 20e9)
+        << n;
+    // Ring's steps carry n/2: both eager.
+    EXPECT_DOUBLE_EQ(algo::estimate(ring, allreduce(2, n, &shm), m),
+                     2 * 2e-6 + n / 8e9 + n / 2 / 20e9)
+        << n;
+  }
+  // Not over TCP (no rendezvous term for the network).
+  const double n = 1 << 20;
+  EXPECT_DOUBLE_EQ(algo::estimate(doubling, allreduce(2, n, &tcp), m),
+                   30e-6 + n / 1.5e9 + n / 20e9);
+}
+
 // What auto picks follows: at P = 2, 32 KiB, the segment (14.6 us) beats every message
 // algorithm over TCP (recursive doubling 53.5 us) but loses to one over the shm transport
 // (7.7 us); 8 B stays with the segment (1 us against 4 us of host time per message).
