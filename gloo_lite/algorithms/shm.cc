@@ -285,7 +285,9 @@ Work work_of(const Call& call) {
       work = {std::max(1.0, std::ceil(bytes / p / chunk)), bytes, 0};
       break;
     case Collective::kBroadcast:
-      work = {std::max(1.0, std::ceil(bytes / (p * chunk))), bytes, 0};
+      // One flag per step, and one more: after the first step every rank waits for all (so
+      // that every fingerprint is compared), a round trip the root's readers add to each call.
+      work = {std::max(1.0, std::ceil(bytes / (p * chunk))) + 1, bytes, 0};
       break;
     default:
       work = {1, 0, 0};
