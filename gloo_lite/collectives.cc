@@ -233,7 +233,9 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
   call.deadline = Deadline::after(timeout);
   FlightRecorder::Call record = record_of(call, algorithm.name);
   FlightRecorder& recorder = context.flight_recorder();
-  uint64_t entry = recorder.start(turn.sequence, options.tag, record);
+  // The deadline's clock read is the call's start (one read, not two).
+  uint64_t entry =
+      recorder.start(turn.sequence, options.tag, record, call.deadline.time_point() - timeout);
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
     fail_collective({&context, what(), FlightRecorder::describe_arguments(record), options.tag,

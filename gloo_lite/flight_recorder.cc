@@ -38,7 +38,8 @@ std::string FlightRecorder::describe_arguments(const Call& call) {
   return out;
 }
 
-uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call) {
+uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call,
+                               Clock::time_point started) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id = next_id_++;
   if (slots_.empty()) return id;
@@ -48,7 +49,7 @@ uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call
   entry.sequence = sequence;
   entry.tag = tag;
   entry.call = call;
-  entry.start = Clock::now();
+  entry.start = started;
   entry.end = {};
   entry.state = State::kRunning;
   entry.error.clear();
