@@ -286,6 +286,43 @@ TEST(Shm, AutoPicksShmOnOneHost) {
   });
 }
 
+// collectives.cc remembers the algorithm per call shape: a call whose shape or requested
+// algorithm differs from the remembered one must get its own verdict, and the result stays
+// right. The flight recorder says what ran; chosen_algorithm (which never looks at the
+// remembered verdicts) says what the tuner picks.
+TEST(Shm, RememberedChoiceFollowsTheCallShape) {
+  run_context_threads(2, [](Context& context) {
+    struct Shape {
+      size_t count;
+      const char* requested;
+      DataType type;
+    };
+    const std::vector<Shape> shapes = {
+        {1000, "auto", DataType::kFloat32}, {1000, "ring", DataType::kFloat32},
+        {1000, "auto", DataType::kFloat32}, {1 << 20, "auto", DataType::kFloat32},
+        {1000, "auto", DataType::kInt32},   {1000, "halving_doubling", DataType::kFloat32},
+        {1000, "auto", DataType::kFloat32}};
+    for (int round = 0; round < 2; ++round) {
+      for (const Shape& shape : shapes) {
+        std::vector<int32_t> ints(shape.count, context.rank() + 1);
+        std::vector<float> floats(shape.count, float(context.rank() + 1));
+        void* data = shape.type == DataType::kInt32 ? static_cast<void*>(ints.data())
+                                                    : static_cast<void*>(floats.data());
+        CollectiveOptions options;
+        options.algorithm = shape.requested;
+        allreduce(context, data, data, shape.count, shape.type, ReduceOp::kSum, options);
+        std::string expected = std::string(shape.requested) == "auto"
+                                   ? chosen_algorithm(context, "allreduce", shape.count, shape.type)
+                                   : shape.requested;
+        EXPECT_EQ(context.flight_recorder().entries().back().call.algorithm, expected)
+            << shape.count << " elements, " << shape.requested << ", round " << round;
+        bool right = shape.type == DataType::kInt32 ? ints.back() == 3 : floats.back() == 3.0f;
+        EXPECT_TRUE(right) << shape.count << " elements, " << shape.requested;
+      }
+    }
+  });
+}
+
 // The files of /dev/shm (the segment is a memfd: it must never appear there).
 std::set<std::string> dev_shm_files() {
   std::set<std::string> names;
