@@ -560,6 +560,11 @@ TEST_P(ShmProcesses, SingleCopyBroadcastMatchesTheReference) {
   expect_all_ok(run_context_processes(GetParam(), broadcasts_match, 120s));
 }
 
+// Ranks as threads of one process: the readers read their own process's memory.
+TEST_P(ShmThreads, SingleCopyBroadcastMatchesTheReference) {
+  run_context_threads(GetParam(), broadcasts_match);
+}
+
 // A rank that may not read the others' memory (GLOO_LITE_SHM_CMA=0 on that rank alone, as
 // EPERM would): every rank learns it in the first large broadcast from each root and takes the
 // copy through the segment, with the same results.
