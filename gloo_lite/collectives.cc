@@ -3,6 +3,7 @@
 #include "gloo_lite/collectives.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -143,6 +144,47 @@ struct Prepared {
   std::function<void()> after;   // ... after the algorithm succeeded
 };
 
+// The algorithm for `call`, remembered per thread for the last few call shapes: ranking every
+// algorithm (the tuner) costs about a third of an 8-byte shared-memory call, and its verdict
+// depends only on what the key holds. Every `supports` and `cost` reads the call's shape
+// (collective, type, op, root, counts) and what its context fixed at connect (size, ranks per
+// core, hosts, knobs); the knobs and the cost model are read once per process. The context is
+// named by its address and its random id, so that a new context at a freed one's address does
+// not reuse its verdicts. A miss (or a throw) asks choose_algorithm as before.
+const algo::Algorithm& cached_choice(const Call& call, const std::string& requested) {
+  struct Entry {
+    const Context* context = nullptr;
+    uint64_t context_id = 0;
+    Collective collective = Collective::kAllreduce;
+    DataType type = DataType::kUint8;
+    ReduceOp op = ReduceOp::kSum;
+    int root = 0;
+    size_t count = 0;
+    std::vector<size_t> blocks;
+    std::vector<size_t> recv_blocks;
+    std::string requested;
+    const algo::Algorithm* algorithm = nullptr;
+  };
+  constexpr size_t kEntries = 8;  // a few shapes per thread (DDP buckets, a barrier, ...)
+  thread_local std::array<Entry, kEntries> entries;
+  thread_local size_t next = 0;
+  const uint64_t id = call.context->id();
+  for (const Entry& entry : entries) {
+    if (entry.algorithm != nullptr && entry.context == call.context && entry.context_id == id &&
+        entry.collective == call.collective && entry.type == call.type && entry.op == call.op &&
+        entry.root == call.root && entry.count == call.count && entry.blocks == call.blocks &&
+        entry.recv_blocks == call.recv_blocks && entry.requested == requested) {
+      return *entry.algorithm;
+    }
+  }
+  const algo::Algorithm& chosen = algo::choose_algorithm(call, requested);
+  Entry& entry = entries[next];
+  next = (next + 1) % kEntries;
+  entry = Entry{call.context, id,          call.collective,  call.type, call.op, call.root,
+                call.count,   call.blocks, call.recv_blocks, requested, &chosen};
+  return chosen;
+}
+
 // Checks the buffers and picks the algorithm: everything that can be decided alone, before the
 // call joins its stream (an invalid call consumes nothing). `input_elements`/`output_elements`
 // size the regions.
@@ -158,7 +200,7 @@ Prepared prepare(Call&& call, const void* input, size_t input_elements, void* ou
     check_overlap(name, input, prepared.input_bytes, "input", output, prepared.output_bytes,
                   "output");
   }
-  prepared.algorithm = &algo::choose_algorithm(call, options.algorithm);
+  prepared.algorithm = &cached_choice(call, options.algorithm);
   prepared.call = std::move(call);
   prepared.input = input;
   prepared.output = output;
@@ -191,7 +233,9 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
   call.deadline = Deadline::after(timeout);
   FlightRecorder::Call record = record_of(call, algorithm.name);
   FlightRecorder& recorder = context.flight_recorder();
-  uint64_t entry = recorder.start(turn.sequence, options.tag, record);
+  // The deadline's clock read is the call's start (one read, not two).
+  uint64_t entry =
+      recorder.start(turn.sequence, options.tag, record, call.deadline.time_point() - timeout);
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
     fail_collective({&context, what(), FlightRecorder::describe_arguments(record), options.tag,

@@ -38,16 +38,21 @@ std::string FlightRecorder::describe_arguments(const Call& call) {
   return out;
 }
 
-uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call) {
+uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call,
+                               Clock::time_point started) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id = next_id_++;
   if (slots_.empty()) return id;
   Entry& entry = slots_[id % slots_.size()];
-  entry = Entry{};
+  // Field by field rather than `entry = Entry{}`: the slot's error string keeps its storage
+  // (no free and allocation per call).
   entry.sequence = sequence;
   entry.tag = tag;
   entry.call = call;
-  entry.start = Clock::now();
+  entry.start = started;
+  entry.end = {};
+  entry.state = State::kRunning;
+  entry.error.clear();
   return id;
 }
 
@@ -58,7 +63,7 @@ void FlightRecorder::finish(uint64_t id, State state, const std::string& error) 
   Entry& entry = slots_[id % slots_.size()];
   entry.state = state;
   entry.end = Clock::now();
-  entry.error = error.substr(0, error.find('\n'));
+  entry.error.assign(error, 0, error.find('\n'));
 }
 
 std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {

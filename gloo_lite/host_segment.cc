@@ -119,6 +119,7 @@ struct HostSegment::Control {
   SharedWord flag;
   alignas(64) std::atomic<int64_t> pid;
   std::atomic<uint32_t> closed;
+  std::atomic<uint64_t> words[HostSegment::kWords];  // post()/posted()
   alignas(64) CallRecord calls[kCallRing];
 };
 
@@ -291,6 +292,18 @@ void HostSegment::end() {
 }
 
 void HostSegment::publish() { gloo_lite::publish(control(rank_).flag, ++seq_); }
+
+void HostSegment::post(int index, uint64_t word) {
+  control(rank_).words[index].store(word, std::memory_order_relaxed);
+}
+
+uint64_t HostSegment::posted(int rank, int index) const {
+  return control(rank).words[index].load(std::memory_order_acquire);
+}
+
+int64_t HostSegment::pid(int rank) const {
+  return control(rank).pid.load(std::memory_order_acquire);
+}
 
 int HostSegment::next_buffer() {
   int buffer = next_buffer_;

@@ -73,7 +73,17 @@ class HostSegment {
   void end();
   // This rank's publish count; the next publish makes it seq() + 1.
   uint64_t seq() const { return seq_; }
+  // Calls begun on this segment, this one included (the same on every rank).
+  uint64_t calls() const { return calls_; }
   void publish();
+  // A few words per rank that a step hands the peers (the single-copy broadcast's address and
+  // its readers' verdicts), zero at first: post() before publish(), posted() after waiting for
+  // that publish.
+  static constexpr int kWords = 4;
+  void post(int index, uint64_t word);
+  uint64_t posted(int rank, int index) const;
+  // The process of segment rank `rank` (the same for ranks that are threads of one process).
+  int64_t pid(int rank) const;
   void wait_for(int rank, uint64_t target);
   void wait_all(uint64_t target);
   // The buffer for the next step (they alternate); acquire_buffer() also waits until no rank

@@ -5,6 +5,8 @@
 // reduction.h, or copy out). Steps are chunks of GLOO_LITE_SHM_CHUNK_BYTES per rank, so large
 // calls pipeline through a fixed segment and the double buffer lets fast ranks run one step
 // ahead. docs/algorithms.md ("shm") has the steps and the cost.
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -218,6 +220,74 @@ void run_broadcast(const Call& call, HostSegment& segment) {
   }
 }
 
+// From this size a broadcast is one copy: the readers read the root's own buffer with
+// process_vm_readv (CMA) instead of the root copying it into the segment and each reader out
+// of it (two copies, and the root's copy on the critical path). Below, the syscall and its page
+// walk cost more than the second memcpy.
+constexpr size_t kSingleCopyBytes = 32 * 1024;
+// The roots' bits ride in one 64-bit word.
+constexpr int kSingleCopyMaxRanks = 64;
+// HostSegment::post() words: the root's buffer address; each reader's verdict of this call
+// ("could not read"), in one of two words by the call's parity, since a peer may already be one
+// call ahead and post its next verdict before this rank has read this one (never two: it cannot
+// finish a call this rank has not published in); and, read only by this rank, the roots that
+// some reader could not read in an earlier call (agreed by every rank).
+constexpr int kAddressWord = 0;
+constexpr int kVerdictWord = 1;  // and 2
+constexpr int kRefusedWord = 3;
+
+// Reads `bytes` at `address` in process `pid` into `out`; false where CMA is not permitted
+// (EPERM, ENOSYS, a kernel without it, GLOO_LITE_SHM_CMA=0 on this rank) or the read fails.
+bool read_root_buffer(int64_t pid, uint64_t address, uint8_t* out, size_t bytes) {
+  if (!knob_bool("GLOO_LITE_SHM_CMA")) return false;
+  size_t done = 0;
+  while (done < bytes) {
+    iovec local{out + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(address + done), bytes - done};
+    ssize_t n = ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (n <= 0) return false;  // (a partial read goes on; an error or nothing read gives up)
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The single-copy broadcast, one step: the root posts its buffer's address and publishes; each
+// reader reads the whole vector from the root's memory, posts whether it could, and publishes;
+// everyone waits for everyone (the root may not return, nor touch its buffer, while a reader
+// still reads it; a dead reader fails this wait naming it). Returns false when some reader
+// could not read: every rank saw the same verdicts, so every rank then runs the segment steps
+// (which follow in lockstep), and no rank tries CMA from this root again.
+bool single_copy_broadcast(const Call& call, HostSegment& segment) {
+  const int verdict_word = kVerdictWord + static_cast<int>(segment.calls() % 2);
+  if (call.rank == call.root) {
+    segment.post(kAddressWord, reinterpret_cast<uint64_t>(call.output));
+  } else {
+    segment.wait_for(call.root, segment.seq() + 1);
+    bool read = read_root_buffer(segment.pid(call.root), segment.posted(call.root, kAddressWord),
+                                 call.output, call.bytes(call.count));
+    segment.post(verdict_word, read ? 0 : 1);
+  }
+  segment.publish();
+  segment.wait_all(segment.seq());
+  for (int r = 0; r < call.size; ++r) {
+    if (r != call.root && segment.posted(r, verdict_word) != 0) {
+      segment.post(kRefusedWord,
+                   segment.posted(call.rank, kRefusedWord) | (uint64_t{1} << call.root));
+      return false;
+    }
+  }
+  return true;
+}
+
+void run_broadcast_any(const Call& call, HostSegment& segment) {
+  bool refused = (segment.posted(call.rank, kRefusedWord) >> call.root) & 1;
+  if (call.bytes(call.count) >= kSingleCopyBytes && call.size <= kSingleCopyMaxRanks && !refused &&
+      single_copy_broadcast(call, segment)) {
+    return;
+  }
+  run_broadcast(call, segment);
+}
+
 void run_barrier(const Call&, HostSegment& segment) {
   segment.publish();
   segment.wait_all(segment.seq());
@@ -322,7 +392,7 @@ void run_shm_steps(const Call& call, HostSegment& segment) {
     case Collective::kReduce:
       return run_reduce(call, segment);
     case Collective::kBroadcast:
-      return run_broadcast(call, segment);
+      return run_broadcast_any(call, segment);
     case Collective::kReduceScatter:
       return run_reduce_scatter(call, segment);
     case Collective::kAllgather:
@@ -342,7 +412,7 @@ std::vector<Algorithm> shm_algorithms() {
       {"shm", Collective::kAllreduce, supports, cost, messages, run<run_allreduce>},
       {"shm", Collective::kReduceScatter, supports, cost, messages, run<run_reduce_scatter>},
       {"shm", Collective::kAllgather, supports, cost, messages, run<run_allgather>},
-      {"shm", Collective::kBroadcast, supports, cost, messages, run<run_broadcast>},
+      {"shm", Collective::kBroadcast, supports, cost, messages, run<run_broadcast_any>},
       {"shm", Collective::kReduce, supports, cost, messages, run<run_reduce>},
       {"shm", Collective::kBarrier, supports, cost, messages, run<run_barrier>},
   };

@@ -286,6 +286,43 @@ TEST(Shm, AutoPicksShmOnOneHost) {
   });
 }
 
+// collectives.cc remembers the algorithm per call shape: a call whose shape or requested
+// algorithm differs from the remembered one must get its own verdict, and the result stays
+// right. The flight recorder says what ran; chosen_algorithm (which never looks at the
+// remembered verdicts) says what the tuner picks.
+TEST(Shm, RememberedChoiceFollowsTheCallShape) {
+  run_context_threads(2, [](Context& context) {
+    struct Shape {
+      size_t count;
+      const char* requested;
+      DataType type;
+    };
+    const std::vector<Shape> shapes = {
+        {1000, "auto", DataType::kFloat32}, {1000, "ring", DataType::kFloat32},
+        {1000, "auto", DataType::kFloat32}, {1 << 20, "auto", DataType::kFloat32},
+        {1000, "auto", DataType::kInt32},   {1000, "halving_doubling", DataType::kFloat32},
+        {1000, "auto", DataType::kFloat32}};
+    for (int round = 0; round < 2; ++round) {
+      for (const Shape& shape : shapes) {
+        std::vector<int32_t> ints(shape.count, context.rank() + 1);
+        std::vector<float> floats(shape.count, float(context.rank() + 1));
+        void* data = shape.type == DataType::kInt32 ? static_cast<void*>(ints.data())
+                                                    : static_cast<void*>(floats.data());
+        CollectiveOptions options;
+        options.algorithm = shape.requested;
+        allreduce(context, data, data, shape.count, shape.type, ReduceOp::kSum, options);
+        std::string expected = std::string(shape.requested) == "auto"
+                                   ? chosen_algorithm(context, "allreduce", shape.count, shape.type)
+                                   : shape.requested;
+        EXPECT_EQ(context.flight_recorder().entries().back().call.algorithm, expected)
+            << shape.count << " elements, " << shape.requested << ", round " << round;
+        bool right = shape.type == DataType::kInt32 ? ints.back() == 3 : floats.back() == 3.0f;
+        EXPECT_TRUE(right) << shape.count << " elements, " << shape.requested;
+      }
+    }
+  });
+}
+
 // The files of /dev/shm (the segment is a memfd: it must never appear there).
 std::set<std::string> dev_shm_files() {
   std::set<std::string> names;
@@ -481,6 +518,101 @@ TEST(Shm, ForcedNetworkTransportTurnsShmCollectivesOff) {
 
 // Rank 0 cannot reserve the segment (a file size limit makes posix_fallocate fail): every rank
 // falls back to the message algorithms and gets the right result; no SIGBUS.
+// --- the single-copy broadcast (readers read the root's buffer with process_vm_readv from
+// 32 KiB; shm.cc) ---
+
+// What rank `root` broadcasts in round `round`: a value per element that no other root, round
+// or position gives (exact in float32).
+float broadcast_value(size_t i, int root, int round) {
+  return static_cast<float>((i * 7 + static_cast<size_t>(root) * 131 + round * 17) % 65521);
+}
+
+// Broadcasts of sizes around the switch-over (32 KiB) and one above 1 MiB, from several roots,
+// each checked element by element against broadcast_value.
+void broadcasts_match(Context& context) {
+  CollectiveOptions options;
+  options.algorithm = "shm";
+  const size_t counts[] = {8191, 8192, 8193, 262147};  // 32 KiB - 4 B, 32 KiB, + 4 B, 1 MiB + 12 B
+  const int roots[] = {context.size() - 1, 0, 1 % context.size()};
+  int round = 0;
+  for (int root : roots) {
+    for (size_t count : counts) {
+      std::vector<float> data(count, -1.0f);
+      if (context.rank() == root) {
+        for (size_t i = 0; i < count; ++i) data[i] = broadcast_value(i, root, round);
+      }
+      broadcast(context, data.data(), count, DataType::kFloat32, root, options);
+      size_t wrong = 0, first = count;
+      for (size_t i = 0; i < count; ++i) {
+        if (data[i] != broadcast_value(i, root, round)) {
+          ++wrong;
+          first = std::min(first, i);
+        }
+      }
+      EXPECT_EQ(wrong, 0u) << "rank " << context.rank() << ": broadcast of " << count
+                           << " floats from root " << root << ", first wrong at " << first;
+      ++round;
+    }
+  }
+}
+
+TEST_P(ShmProcesses, SingleCopyBroadcastMatchesTheReference) {
+  expect_all_ok(run_context_processes(GetParam(), broadcasts_match, 120s));
+}
+
+// Ranks as threads of one process: the readers read their own process's memory.
+TEST_P(ShmThreads, SingleCopyBroadcastMatchesTheReference) {
+  run_context_threads(GetParam(), broadcasts_match);
+}
+
+// A rank that may not read the others' memory (GLOO_LITE_SHM_CMA=0 on that rank alone, as
+// EPERM would): every rank learns it in the first large broadcast from each root and takes the
+// copy through the segment, with the same results.
+TEST_P(ShmProcesses, SingleCopyBroadcastFallsBackWhereCmaIsRefused) {
+  expect_all_ok(run_context_processes(
+      GetParam(),
+      [](Context& context) {
+        if (context.rank() == context.size() - 1) ::setenv("GLOO_LITE_SHM_CMA", "0", 1);
+        broadcasts_match(context);
+        broadcasts_match(context);  // the refused roots go straight to the segment now
+      },
+      120s));
+}
+
+// The root of a single-copy broadcast waits until every reader has read its buffer; a reader
+// that dies meanwhile fails the root (and the other reader) within the usual 2 s, naming it.
+TEST(Shm, DeadReaderFailsTheSingleCopyRootNamingIt) {
+  static constexpr int kRanks = 3;
+  static constexpr int kVictim = 2;
+  auto results = run_context_processes(kRanks, [](Context& context) {
+    CollectiveOptions options;
+    options.algorithm = "shm";
+    options.timeout = 30s;
+    std::vector<float> data(1 << 18, 1.0f);  // 1 MiB: single copy
+    broadcast(context, data.data(), data.size(), DataType::kFloat32, 0, options);
+    if (context.rank() == kVictim) {
+      usleep(200000);
+      raise(SIGKILL);
+    }
+    auto start = Clock::now();
+    try {
+      broadcast(context, data.data(), data.size(), DataType::kFloat32, 0, options);
+      ADD_FAILURE() << "broadcast completed without rank " << kVictim;
+    } catch (const ConnectionError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(kVictim)), std::string::npos)
+          << e.what();
+    }
+    EXPECT_LT(elapsed_ms(start), 200 + 2000) << "rank " << context.rank() << " failed too slowly";
+  });
+  for (const auto& result : results) {
+    if (result.rank == kVictim) {
+      EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
+    } else {
+      EXPECT_TRUE(result.ok()) << result.describe();
+    }
+  }
+}
+
 TEST(Shm, SegmentThatCannotBeCreatedFallsBack) {
   expect_all_ok(run_with_hosts(3, {"x", "x", "x"}, [](Context& context) {
     if (context.rank() == 0) {
