@@ -3,9 +3,7 @@
 //   gloo_lite_tuner [P ...]
 //     P ranks all on this host: the choice per collective, P and size, under this environment's
 //     knobs (GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS,
-//     GLOO_LITE_OVERHEAD_US, GLOO_LITE_SHM_P2P_*, GLOO_LITE_TRANSPORT, GLOO_LITE_CORES,
-//     GLOO_LITE_ALGO). Message algorithms are priced over the shm transport's constants unless
-//     GLOO_LITE_TRANSPORT names another transport.
+//     GLOO_LITE_OVERHEAD_US, GLOO_LITE_CORES, GLOO_LITE_ALGO).
 //   gloo_lite_tuner --hosts H --ranks-per-host R [--network-gbps G] [--network-alpha-us A]
 //                   [--shm-gbps S] [--shm-alpha-us A] [--cores-per-host C]
 //                   [--collective NAME] [--sizes 8,1K,64M,1G]
@@ -73,14 +71,6 @@ algo::Call make_call(Collective collective, int p, size_t bytes, double ranks_pe
   return call;
 }
 
-// The transport the pairs of ranks on one host use under this environment, as a context's
-// mesh would report it (algo::pairs_transport): shared memory unless GLOO_LITE_TRANSPORT forces
-// another one for every pair. A call's shape carries no mesh, so the tool says it.
-std::string one_host_transport() {
-  const std::string forced = knob_string("GLOO_LITE_TRANSPORT");
-  return forced == "auto" ? "shm" : forced;
-}
-
 int local_usage(const std::vector<std::string>& args) {
   std::vector<int> sizes;
   for (const std::string& arg : args) {
@@ -92,14 +82,12 @@ int local_usage(const std::vector<std::string>& args) {
     sizes.push_back(static_cast<int>(p));
   }
   if (sizes.empty()) sizes = {2, 4, 8, 16};
-  const std::string transport = one_host_transport();
-  const algo::CostModel model = algo::CostModel::get().over(transport);
+  const algo::CostModel& model = algo::CostModel::get();
   const int cores = std::max(1, count_cpus(usable_cpu_mask()));
   std::printf(
-      "# auto's choices (float32), message algorithms over %s: alpha %.1f us, beta %.2f GB/s, "
-      "gamma %.2f GB/s, overhead %.1f us per message; all P ranks on this host's %d cores\n",
-      transport.c_str(), model.alpha * 1e6, 1e-9 / model.beta, 1e-9 / model.gamma,
-      model.overhead * 1e6, cores);
+      "# auto's choices (float32), alpha %.1f us, beta %.2f GB/s, gamma %.2f GB/s, overhead "
+      "%.1f us per message, all P ranks on this host's %d cores\n",
+      model.alpha * 1e6, 1e-9 / model.beta, 1e-9 / model.gamma, model.overhead * 1e6, cores);
   for (const CollectiveInfo& info : kCollectives) {
     for (int p : sizes) {
       std::string line;
@@ -107,7 +95,7 @@ int local_usage(const std::vector<std::string>& args) {
       size_t last_bytes = 0;
       for (size_t bytes = 8; bytes <= (size_t{256} << 20); bytes *= 2) {
         algo::Call call = make_call(info.collective, p, bytes, double(p) / cores);
-        std::string name = algo::choose_algorithm(call, "auto", &model).name;
+        std::string name = algo::choose_algorithm(call, "auto").name;
         if (name != last) {
           if (!last.empty()) line += last + " <= " + format_bytes(last_bytes) + " < ";
           last = name;
@@ -227,16 +215,12 @@ int cluster_usage(const std::vector<std::string>& args) {
   const int p = hosts * per_host;
   std::vector<std::string> host_of(p);
   for (int r = 0; r < p; ++r) host_of[r] = "host" + std::to_string(r / per_host);
-  // On one host the pairs use shared memory, as a context there would; across hosts the
-  // flat algorithms' slowest pairs are the network's.
-  const std::string pairs = hosts == 1 ? one_host_transport() : "network";
-  const algo::CostModel model = algo::CostModel::get().over(pairs);
+  const algo::CostModel& model = algo::CostModel::get();
   std::printf(
-      "# %d hosts x %d ranks (P = %d), %.3g cores per host; pairs (%s) alpha %.1f us, %.3g Gb/s, "
-      "overhead %.1f us per message; shm segment alpha %.1f us, %.3g Gb/s; gamma %.2f GB/s; "
-      "float32\n",
-      hosts, per_host, p, cores, pairs.c_str(), model.alpha * 1e6, 8e-9 / model.beta,
-      model.overhead * 1e6, model.shm_alpha * 1e6, 8e-9 / model.shm_beta, 1e-9 / model.gamma);
+      "# %d hosts x %d ranks (P = %d), %.3g cores per host; network alpha %.1f us, %.3g Gb/s; "
+      "shm alpha %.1f us, %.3g Gb/s; gamma %.2f GB/s, overhead %.1f us per message; float32\n",
+      hosts, per_host, p, cores, model.alpha * 1e6, 8e-9 / model.beta, model.shm_alpha * 1e6,
+      8e-9 / model.shm_beta, 1e-9 / model.gamma, model.overhead * 1e6);
   std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", "# collective", "bytes", "auto", "time",
               "runner-up", "time");
   for (const CollectiveInfo* info : collectives) {

@@ -18,41 +18,8 @@ const CostModel& CostModel::get() {
                                knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
                                knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
                                1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_WAIT_US") * 1e-6,
-                               knob_double("GLOO_LITE_SHM_P2P_ALPHA_US") * 1e-6,
-                               1.0 / (knob_double("GLOO_LITE_SHM_P2P_BETA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_SHM_P2P_OVERHEAD_US") * 1e-6,
-                               knob_double("GLOO_LITE_SHM_P2P_RENDEZVOUS_US") * 1e-6,
-                               static_cast<double>(knob_int("GLOO_LITE_SHM_EAGER_BYTES"))};
+                               knob_double("GLOO_LITE_WAIT_US") * 1e-6};
   return model;
-}
-
-CostModel CostModel::over(const std::string& transport) const {
-  CostModel model = *this;
-  if (transport != "shm") return model;
-  if (shm_p2p_alpha > 0) {
-    // The waiting part of a step is a share of its latency, on any transport.
-    model.wait = alpha > 0 ? wait * shm_p2p_alpha / alpha : 0;
-    model.alpha = shm_p2p_alpha;
-  }
-  if (shm_p2p_beta > 0) model.beta = shm_p2p_beta;
-  if (shm_p2p_overhead > 0) model.overhead = shm_p2p_overhead;
-  model.rendezvous = shm_p2p_rendezvous;
-  model.eager_bytes = shm_p2p_eager_bytes;
-  model.cpu_copies = true;
-  return model;
-}
-
-std::string pairs_transport(const Call& call) {
-  if (call.mesh == nullptr || call.size < 2) return "";
-  std::string first;
-  for (int peer = 0; peer < call.size; ++peer) {
-    if (peer == call.rank) continue;
-    std::string transport = call.mesh->transport_of(peer);
-    if (first.empty()) first = transport;
-    if (transport != first) return "";
-  }
-  return first;
 }
 
 double latency(double steps, double depth, const CostModel& model) {
@@ -61,62 +28,17 @@ double latency(double steps, double depth, const CostModel& model) {
   return (steps - depth) * (model.alpha - wait) + depth * model.alpha;
 }
 
-namespace {
-
-// The model with every latency constant zero: an algorithm's cost under it is the per-byte part
-// of its critical path (bytes moved at beta or shm_beta, bytes reduced at gamma).
-CostModel bytes_only(CostModel model) {
-  model.alpha = 0;
-  model.wait = 0;
-  model.shm_alpha = 0;
-  return model;
-}
-
-// `pairs` with a step's latency raised by the rendezvous where the algorithm's messages are
-// above the eager limit: its steps and bytes are its cost under unit models (one second per
-// step, per byte), so every family's formula says it without a second one.
-CostModel with_rendezvous(const Algorithm& algorithm, const Call& call, const CostModel& pairs) {
-  if (pairs.rendezvous <= 0) return pairs;
-  CostModel unit{};
-  unit.alpha = 1;
-  const double steps = algorithm.cost(call, unit);
-  unit.alpha = 0;
-  unit.beta = 1;
-  const double bytes = algorithm.cost(call, unit);
-  if (!(steps > 0) || bytes / steps <= pairs.eager_bytes) return pairs;
-  CostModel model = pairs;
-  model.alpha += pairs.rendezvous;
-  model.wait = pairs.alpha > 0 ? pairs.wait * model.alpha / pairs.alpha : 0;
-  return model;
-}
-
-// estimate() under a model already set for the call's transport (CostModel::over).
-double estimate_over(const Algorithm& algorithm, const Call& call, const CostModel& over) {
-  const CostModel pairs = with_rendezvous(algorithm, call, over);
-  // Each core serves max(1, ranks per core) ranks and does their CPU work one after another:
-  // each message's overhead and, where every byte moves by a CPU copy (the shm transport, the
-  // segment), each rank's copies and reductions. The latter is the copy-contention term: on a
-  // host whose ranks share cores it is what a large call costs, for the segment and the
-  // message algorithms alike (docs/algorithms.md, "Per-transport constants").
-  const double load = std::max(1.0, call.ranks_per_core);
-  double cpu = algorithm.messages(call) * pairs.overhead;
-  if (pairs.cpu_copies && load > 1) cpu += algorithm.cost(call, bytes_only(pairs));
-  return std::max(algorithm.cost(call, pairs), cpu * load);
-}
-
-}  // namespace
-
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model) {
-  return estimate_over(algorithm, call, model.over(pairs_transport(call)));
+  // Each core serves max(1, ranks per core) ranks, whose messages it handles one after another.
+  double host = algorithm.messages(call) * model.overhead * std::max(1.0, call.ranks_per_core);
+  return std::max(algorithm.cost(call, model), host);
 }
 
 std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
-  // Asked once per call (it looks at every peer), not once per algorithm.
-  const CostModel pairs = model.over(pairs_transport(call));
   std::vector<Ranked> ranked;
   for (const Algorithm& algorithm : all_algorithms()) {
     if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
-    ranked.push_back({&algorithm, estimate_over(algorithm, call, pairs)});
+    ranked.push_back({&algorithm, estimate(algorithm, call, model)});
   }
   // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
   size_t best = 0;
@@ -261,8 +183,7 @@ const Algorithm* find_algorithm(Collective collective, const std::string& name) 
   return nullptr;
 }
 
-const Algorithm& choose_algorithm(const Call& call, const std::string& requested,
-                                  const CostModel* model) {
+const Algorithm& choose_algorithm(const Call& call, const std::string& requested) {
   const char* collective = collective_name(call.collective);
   if (!requested.empty() && requested != "auto") {
     const Algorithm* algorithm = find_algorithm(call.collective, requested);
@@ -284,7 +205,7 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
     // the tuner rather than failing a job that set it globally.
     if (algorithm != nullptr && algorithm->supports(call)) return *algorithm;
   }
-  std::vector<Ranked> ranked = rank_algorithms(call, model ? *model : CostModel::get());
+  std::vector<Ranked> ranked = rank_algorithms(call, CostModel::get());
   if (ranked.empty()) {
     throw InvalidArgument(std::string(collective) + ": no algorithm supports this call");
   }

@@ -3,10 +3,8 @@
 // (t = steps*alpha + bytes_on_wire*beta + bytes_reduced*gamma, as docs/algorithms.md derives for
 // each), the number of messages it sends and `run`. `auto` takes the supported algorithm with
 // the smallest estimate, the larger of the critical path (cost) and the host's CPU time
-// (messages * overhead, plus the copies where CPUs copy every byte, times ranks per core): ranks
-// that outnumber their cores wait for each other's CPU time more than for the wire. The
-// constants are those of the transport the call's pairs use (CostModel::over). GLOO_LITE_ALGO
-// or the call's option names one instead.
+// (messages * overhead * ranks per core): ranks that outnumber their cores wait for each other's
+// CPU time more than for the wire. GLOO_LITE_ALGO or the call's option names one instead.
 #pragma once
 
 #include <string>
@@ -35,49 +33,10 @@ struct CostModel {
   // independent sends of direct) keeps the rank's port busy for alpha - wait only.
   // 0 (the default here, as for models written out in tests): every step costs alpha.
   double wait = 0;
-  // The shm *transport*'s point-to-point path (eager rings, CMA single copy), which a message
-  // algorithm whose pairs all use it runs over: seconds per step, per byte and CPU seconds per
-  // message, in place of alpha, beta and overhead (over() below). Not the segment's constants
-  // above: a message costs a ring record or a process_vm_readv plus the receiver's wake-up,
-  // which the 8 B and 16 MiB exchanges of two ranks measure (docs/algorithms.md, "Per-transport
-  // constants"). 0 (the default here, as for models written out in tests): the network's.
-  double shm_p2p_alpha = 0;
-  double shm_p2p_beta = 0;
-  double shm_p2p_overhead = 0;
-  // A message above the shm transport's eager limit (GLOO_LITE_SHM_EAGER_BYTES) is read by its
-  // receiver from the sender's memory once both have posted it: a handshake and a completion
-  // more than an eager record. over("shm") carries both into rendezvous and eager_bytes.
-  double shm_p2p_rendezvous = 0;
-  double shm_p2p_eager_bytes = 0;
-  // Seconds a step adds when its algorithm's messages (the critical path's bytes per step)
-  // exceed eager_bytes; 0: no such term (the network's, not measured).
-  double rendezvous = 0;
-  double eager_bytes = 0;
-  // Whether the CPUs of the ranks copy every byte the pairs move (over("shm") sets it): the
-  // host term then counts each rank's copies and reductions besides its messages, so that
-  // ranks sharing cores pay for each other's copies, in the segment and over the transport
-  // alike. False over a network, whose bytes the host term leaves out.
-  bool cpu_copies = false;
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
-  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US,
-  // GLOO_LITE_SHM_P2P_ALPHA_US, GLOO_LITE_SHM_P2P_BETA_GBPS, GLOO_LITE_SHM_P2P_OVERHEAD_US,
-  // GLOO_LITE_SHM_P2P_RENDEZVOUS_US, GLOO_LITE_SHM_EAGER_BYTES.
+  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US.
   static const CostModel& get();
-
-  // This model as the message algorithms see it when every pair of ranks uses `transport`:
-  // for "shm", alpha, beta, overhead, rendezvous and eager_bytes are the shm_p2p_ ones (the
-  // first three where set), wait keeps its share of alpha and cpu_copies is set; for any other
-  // transport (or "", not known) the model unchanged. The segment's constants (shm_alpha,
-  // shm_beta) and gamma never change.
-  CostModel over(const std::string& transport) const;
 };
-
-// The transport that every pair of `call`'s ranks uses, as its mesh says ("shm", "tcp", ...):
-// "shm" only when every peer of this rank is served by the shm transport; then every pair of
-// the call is (shm's can_connect, same boot id, /dev/shm device and user namespace, is an
-// equivalence), so all ranks agree and pick alike. "" without a mesh (a call's shape alone:
-// gloo_lite_tuner, hierarchical's phase estimates) or when a peer uses another transport.
-std::string pairs_transport(const Call& call);
 
 struct Algorithm {
   const char* name;
@@ -88,10 +47,7 @@ struct Algorithm {
   void (*run)(const Call& call);
 };
 
-// The tuner's estimate for `algorithm` on `call`, in seconds, under `model` over the transport
-// of the call's pairs (m = model.over(pairs_transport(call))): max(cost, host CPU time), where
-// the host CPU time is max(1, ranks per core) * (messages * m.overhead, plus, with
-// m.cpu_copies and ranks outnumbering cores, the cost under m with every latency zero).
+// The tuner's estimate for `algorithm` on `call`: max(cost, host CPU time), in seconds.
 double estimate(const Algorithm& algorithm, const Call& call, const CostModel& model);
 
 // The algorithms of `call`'s collective that support it, cheapest estimate first (ties in
@@ -108,9 +64,7 @@ const std::vector<Algorithm>& all_algorithms();
 // The algorithm for this call: `requested` ("auto" or a name) from the call's options, else
 // GLOO_LITE_ALGO's entry for this collective, else the cheapest supported. An unknown or
 // unsupported name throws InvalidArgument listing what this collective offers.
-// `model`: the tuner's constants (CostModel::get() unless given; gloo_lite_tuner passes its own).
-const Algorithm& choose_algorithm(const Call& call, const std::string& requested,
-                                  const CostModel* model = nullptr);
+const Algorithm& choose_algorithm(const Call& call, const std::string& requested);
 
 // The algorithm of this collective with this name, or nullptr.
 const Algorithm* find_algorithm(Collective collective, const std::string& name);

@@ -355,9 +355,7 @@ Work work_of(const Call& call) {
       work = {std::max(1.0, std::ceil(bytes / p / chunk)), bytes, 0};
       break;
     case Collective::kBroadcast:
-      // One flag per step, and one more: after the first step every rank waits for all (so
-      // that every fingerprint is compared), a round trip the root's readers add to each call.
-      work = {std::max(1.0, std::ceil(bytes / (p * chunk))) + 1, bytes, 0};
+      work = {std::max(1.0, std::ceil(bytes / (p * chunk))), bytes, 0};
       break;
     default:
       work = {1, 0, 0};
@@ -368,14 +366,12 @@ Work work_of(const Call& call) {
 double cost(const Call& call, const CostModel& model) {
   Work work = work_of(call);
   // Ranks beyond the cores wait for each other's CPU: a flag is then a futex wake-up. The
-  // copies stay unscaled on the path: where ranks share cores the tuner's host term counts
-  // every rank's copies and reductions, for this and for the message algorithms over the shm
-  // transport alike (registry.cc, estimate; scaling only these made auto take
-  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there, docs/algorithms.md).
-  // 2.5 alpha_shm per rank of a core: the 8 B allreduce at P = 4 and 8 on 2 cores took 5.3 and
-  // 15 us (docs/algorithms.md, "shm measured"); 5 made auto take the tree there, 1.3-2x slower.
+  // copies are not scaled by the load, as the message algorithms' wire term (whose kernel
+  // copies share the same cores) is not either: on one host shm then wins at every size, as
+  // measured (docs/algorithms.md, "shm measured"; scaling them made auto take
+  // halving_doubling at P = 8 from 1 MiB, 2-4x slower there).
   double flag =
-      call.ranks_per_core > 1 ? 2.5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
+      call.ranks_per_core > 1 ? 5 * model.shm_alpha * call.ranks_per_core : model.shm_alpha;
   return work.steps * flag + work.copied * model.shm_beta + work.reduced * model.gamma;
 }
 

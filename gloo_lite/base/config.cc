@@ -222,23 +222,6 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_SHM_BETA_GBPS", "6",
        "Cost model: copy bandwidth between ranks of one host over shared memory, GB/s",
        number(1e-6, 1e6)},
-      {"GLOO_LITE_SHM_P2P_ALPHA_US", "1.5",
-       "Cost model: latency of one message step over the shm transport (an eager ring record "
-       "and its reader's wake-up), microseconds; what message algorithms pay on one host",
-       number(0, 1e6)},
-      {"GLOO_LITE_SHM_P2P_BETA_GBPS", "4",
-       "Cost model: point-to-point bandwidth over the shm transport (one CMA copy, or the "
-       "pipelined copy through the ring), GB/s",
-       number(1e-6, 1e6)},
-      {"GLOO_LITE_SHM_P2P_OVERHEAD_US", "2",
-       "Cost model: CPU time one message over the shm transport costs its host, microseconds; "
-       "matters where ranks outnumber cores",
-       number(0, 1e6)},
-      {"GLOO_LITE_SHM_P2P_RENDEZVOUS_US", "8",
-       "Cost model: latency a message step over the shm transport adds when its messages exceed "
-       "GLOO_LITE_SHM_EAGER_BYTES (the receiver reads them from the sender: a handshake and a "
-       "completion), microseconds",
-       number(0, 1e6)},
       {"GLOO_LITE_WAIT_US", "10",
        "Cost model: the part of GLOO_LITE_ALPHA_US a rank waits for a message it must receive "
        "before it may send; a step that waits for nothing costs alpha minus it, microseconds",
