@@ -28,10 +28,12 @@ RULES = {
     "transport_shm/": CONTRACT + ["transport_shm/"],
     "transports/": CONTRACT + ["transport_tcp/", "transport_ibverbs/", "transport_shm/"],
     "gloo_lite/": CORE,
-    "bindings/": CORE + ["bindings/"],
-    "python/": CORE,
+    # The CUDA collectives sit on the core API, like a binding; the doors above them may use them.
+    "cuda/": CORE + ["cuda/"],
+    "bindings/": CORE + ["cuda/", "bindings/"],
+    "python/": CORE + ["cuda/"],
     "tools/": CORE + ["tools/"],
-    "benchmark/": CORE + ["benchmark/"],
+    "benchmark/": CORE + ["cuda/", "benchmark/"],
     "examples/": ["gloo_lite/"],
 }
 # Every transport_* directory needs a rule: a new transport must be placed in the layering.
