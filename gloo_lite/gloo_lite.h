@@ -72,7 +72,10 @@ enum gloo_lite_result_code {
   GLOO_LITE_ERR_STORE = 5,            /* the rendezvous store failed or is unreachable */
   GLOO_LITE_ERR_INTERNAL = 6,         /* anything else (out of memory, a bug: report it) */
   /* Not an error: gloo_lite_work_wait's timeout passed before the work finished. */
-  GLOO_LITE_IN_PROGRESS = 7
+  GLOO_LITE_IN_PROGRESS = 7,
+  /* The CUDA collectives cannot run here: the library was built without CUDA, or there is no
+   * usable GPU (the message says which). */
+  GLOO_LITE_ERR_UNAVAILABLE = 8
 };
 
 /* The message of the last call on this thread that failed: the empty string once a later call
@@ -355,6 +358,103 @@ gloo_lite_result_t gloo_lite_recv_any(gloo_lite_context_t* context, const int* p
 gloo_lite_result_t gloo_lite_irecv_any(gloo_lite_context_t* context, const int* peers,
                                        size_t peer_count, void* data, size_t bytes, uint64_t tag,
                                        int64_t timeout_ms, gloo_lite_work_t** work);
+
+/* ---- CUDA collectives (docs/cuda.md) ----------------------------------------------------- */
+/* The collectives on device memory through a staging pipeline. Declared in every build; where
+ * the library has no CUDA, or the machine no usable GPU, creating a communicator on a CUDA device
+ * returns GLOO_LITE_ERR_UNAVAILABLE saying why. The host stand-in layer (no GPU: "device" memory
+ * is host memory, streams are worker threads) always works and is for tests.
+ *
+ * Streams are `void*`: a cudaStream_t (0, the legacy default stream, included) with a CUDA
+ * device, or one from gloo_lite_cuda_stream_create with the host stand-in. The i-forms are
+ * stream-ordered: they enqueue and return; work enqueued on the stream afterwards sees the result.
+ * Their `work` (may be NULL when not wanted) finishes when the stream has been let go, with the
+ * call's error if any. The other forms block until the result is in the output buffer. Calls of
+ * one communicator run in the order made, which must be the same on every rank. Arguments and
+ * options are as for the host collectives (options->tag is the CPU tag the pipeline uses). */
+
+typedef struct gloo_lite_cuda_comm gloo_lite_cuda_comm_t;
+
+/* gloo_lite_cuda_comm_create's `device` for the host stand-in layer. */
+#define GLOO_LITE_CUDA_HOST_STAND_IN (-1)
+
+/* Staging pipeline options; NULL or zero fields: defaults (4 slots of 4 MiB, host reduction). */
+typedef struct gloo_lite_cuda_options {
+  size_t slot_bytes;    /* bytes per pinned staging slot */
+  int slots;            /* number of slots (at least 2) */
+  int reduce_on_device; /* non-zero: combine received chunks with device kernels */
+  int64_t max_delay_us; /* host stand-in only: maximum injected delay per stream operation */
+} gloo_lite_cuda_options_t;
+
+/* SUCCESS when a CUDA device can be used here; GLOO_LITE_ERR_UNAVAILABLE otherwise, with why in
+ * gloo_lite_last_error() (e.g. "built without CUDA", "cudaGetDeviceCount: ..."). */
+gloo_lite_result_t gloo_lite_cuda_available(void);
+/* A communicator on `context` (which must outlive it) for CUDA device `device` (>= 0) or the
+ * host stand-in (GLOO_LITE_CUDA_HOST_STAND_IN). Allocates the staging pool once. */
+gloo_lite_result_t gloo_lite_cuda_comm_create(gloo_lite_context_t* context, int device,
+                                              const gloo_lite_cuda_options_t* options,
+                                              gloo_lite_cuda_comm_t** comm);
+/* Waits for every call made, then frees the pool. NULL is accepted. */
+gloo_lite_result_t gloo_lite_cuda_comm_destroy(gloo_lite_cuda_comm_t* comm);
+/* "cuda (device 0: ...)" or "host stand-in (...)"; valid while the communicator lives. */
+gloo_lite_result_t gloo_lite_cuda_comm_layer(const gloo_lite_cuda_comm_t* comm, const char** name);
+/* Blocks until every call made so far has finished; returns the first error among them. */
+gloo_lite_result_t gloo_lite_cuda_comm_synchronize(gloo_lite_cuda_comm_t* comm);
+
+/* Streams of the communicator's layer, and the host waiting for one. */
+gloo_lite_result_t gloo_lite_cuda_stream_create(gloo_lite_cuda_comm_t* comm, void** stream);
+gloo_lite_result_t gloo_lite_cuda_stream_destroy(gloo_lite_cuda_comm_t* comm, void* stream);
+gloo_lite_result_t gloo_lite_cuda_stream_synchronize(gloo_lite_cuda_comm_t* comm, void* stream);
+
+gloo_lite_result_t gloo_lite_cuda_allreduce(gloo_lite_cuda_comm_t* comm, const void* input,
+                                            void* output, size_t count, gloo_lite_datatype_t type,
+                                            gloo_lite_op_t op, void* stream,
+                                            const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_iallreduce(gloo_lite_cuda_comm_t* comm, const void* input,
+                                             void* output, size_t count, gloo_lite_datatype_t type,
+                                             gloo_lite_op_t op, void* stream,
+                                             const gloo_lite_options_t* options,
+                                             gloo_lite_work_t** work);
+gloo_lite_result_t gloo_lite_cuda_broadcast(gloo_lite_cuda_comm_t* comm, void* data, size_t count,
+                                            gloo_lite_datatype_t type, int root, void* stream,
+                                            const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_ibroadcast(gloo_lite_cuda_comm_t* comm, void* data, size_t count,
+                                             gloo_lite_datatype_t type, int root, void* stream,
+                                             const gloo_lite_options_t* options,
+                                             gloo_lite_work_t** work);
+/* output is written on `root` only; it may be NULL elsewhere. */
+gloo_lite_result_t gloo_lite_cuda_reduce(gloo_lite_cuda_comm_t* comm, const void* input,
+                                         void* output, size_t count, gloo_lite_datatype_t type,
+                                         gloo_lite_op_t op, int root, void* stream,
+                                         const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_ireduce(gloo_lite_cuda_comm_t* comm, const void* input,
+                                          void* output, size_t count, gloo_lite_datatype_t type,
+                                          gloo_lite_op_t op, int root, void* stream,
+                                          const gloo_lite_options_t* options,
+                                          gloo_lite_work_t** work);
+gloo_lite_result_t gloo_lite_cuda_allgather(gloo_lite_cuda_comm_t* comm, const void* input,
+                                            void* output, size_t count, gloo_lite_datatype_t type,
+                                            void* stream, const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_iallgather(gloo_lite_cuda_comm_t* comm, const void* input,
+                                             void* output, size_t count, gloo_lite_datatype_t type,
+                                             void* stream, const gloo_lite_options_t* options,
+                                             gloo_lite_work_t** work);
+gloo_lite_result_t gloo_lite_cuda_reduce_scatter(gloo_lite_cuda_comm_t* comm, const void* input,
+                                                 void* output, size_t recv_count,
+                                                 gloo_lite_datatype_t type, gloo_lite_op_t op,
+                                                 void* stream, const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_ireduce_scatter(gloo_lite_cuda_comm_t* comm, const void* input,
+                                                  void* output, size_t recv_count,
+                                                  gloo_lite_datatype_t type, gloo_lite_op_t op,
+                                                  void* stream, const gloo_lite_options_t* options,
+                                                  gloo_lite_work_t** work);
+gloo_lite_result_t gloo_lite_cuda_alltoall(gloo_lite_cuda_comm_t* comm, const void* input,
+                                           void* output, size_t count, gloo_lite_datatype_t type,
+                                           void* stream, const gloo_lite_options_t* options);
+gloo_lite_result_t gloo_lite_cuda_ialltoall(gloo_lite_cuda_comm_t* comm, const void* input,
+                                            void* output, size_t count, gloo_lite_datatype_t type,
+                                            void* stream, const gloo_lite_options_t* options,
+                                            gloo_lite_work_t** work);
 
 #ifdef __cplusplus
 } /* extern "C" */

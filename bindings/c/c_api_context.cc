@@ -57,6 +57,8 @@ const char* gloo_lite_result_name(gloo_lite_result_t result) {
       return "internal";
     case GLOO_LITE_IN_PROGRESS:
       return "in progress";
+    case GLOO_LITE_ERR_UNAVAILABLE:
+      return "unavailable";
   }
   return "unknown result";
 }

@@ -3,6 +3,7 @@
 
 #include <new>
 
+#include "cuda/device_layer.h"
 #include "gloo_lite/base/error.h"
 
 namespace gloo_lite::c_api {
@@ -61,6 +62,9 @@ gloo_lite_result_t classify(const std::exception_ptr& error, std::string* messag
   } catch (const StoreError& e) {
     assign(message, e.what());
     return GLOO_LITE_ERR_STORE;
+  } catch (const cuda::Unavailable& e) {
+    assign(message, e.what());
+    return GLOO_LITE_ERR_UNAVAILABLE;
   } catch (const std::bad_alloc&) {
     assign(message, "out of memory");
   } catch (const std::exception& e) {

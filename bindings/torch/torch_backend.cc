@@ -82,7 +82,7 @@ TorchBackend::TorchBackend(const c10::intrusive_ptr<::c10d::Store>& store,
   }
 }
 
-TorchBackend::~TorchBackend() = default;
+TorchBackend::~TorchBackend() { cuda_.clear(); }
 
 c10::intrusive_ptr<::c10d::Backend::Options> TorchBackend::getBackendOptions() {
   return c10::make_intrusive<Options>("gloo_lite", timeout_.load());
@@ -96,7 +96,13 @@ void TorchBackend::abort() {
   if (context_) context_->abort("torch aborted the process group (ProcessGroup.abort)");
 }
 
-void TorchBackend::shutdown() { context_.reset(); }
+void TorchBackend::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(cuda_mutex_);
+    cuda_.clear();  // waits for their calls; they use the context
+  }
+  context_.reset();
+}
 
 Context& TorchBackend::context() {
   if (!context_) {
@@ -117,7 +123,7 @@ CollectiveOptions TorchBackend::options(std::chrono::milliseconds timeout) const
 c10::intrusive_ptr<TorchWork> TorchBackend::make_work(Call& call) const {
   return c10::make_intrusive<TorchWork>(rank_, call.type, call.title, std::move(call.outputs),
                                         std::move(call.keep), std::move(call.finish_step),
-                                        call.point_to_point);
+                                        call.point_to_point, std::move(call.devices));
 }
 
 c10::intrusive_ptr<::c10d::Work> TorchBackend::launch(
@@ -158,24 +164,10 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_all(Call call, Starts star
   return work;
 }
 
-namespace {
-
-// Every public entry point validates before starting anything; gloo_lite's errors (an
-// InvalidArgument, a failed context) leave it as torch's (torch_errors.h).
-template <typename Body>
-c10::intrusive_ptr<::c10d::Work> torch_errors(Body&& body) {
-  try {
-    return body();
-  } catch (const Error&) {
-    rethrow_as_torch();
-  }
-}
-
-}  // namespace
-
 c10::intrusive_ptr<::c10d::Work> TorchBackend::broadcast(Tensors& tensors,
                                                          const ::c10d::BroadcastOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(tensors)) return cuda_broadcast(single_cuda_tensor("broadcast", tensors), opts);
     const at::Tensor& tensor = single_tensor("broadcast", tensors);
     check_root("broadcast", opts.rootRank, size_);
     Staged staged(tensor);
@@ -194,6 +186,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::broadcast(Tensors& tensors,
 c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce(Tensors& tensors,
                                                          const ::c10d::AllreduceOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(tensors)) return cuda_allreduce(single_cuda_tensor("allreduce", tensors), opts);
     const at::Tensor& tensor = single_tensor("allreduce", tensors);
     Reduction reduction = reduction_of("allreduce", tensor, opts.reduceOp);
     Staged staged(tensor);
@@ -236,6 +229,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce_coalesced(
 c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce(Tensors& tensors,
                                                       const ::c10d::ReduceOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(tensors)) return cuda_reduce(single_cuda_tensor("reduce", tensors), opts);
     const at::Tensor& tensor = single_tensor("reduce", tensors);
     check_root("reduce", opts.rootRank, size_);
     Reduction reduction = reduction_of("reduce", tensor, opts.reduceOp);
@@ -260,6 +254,10 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce(Tensors& tensors,
 c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather(TensorLists& outputs, Tensors& inputs,
                                                          const ::c10d::AllgatherOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(inputs) && outputs.size() == 1) {
+      return cuda_allgather(at::Tensor(), single_cuda_tensor("allgather", inputs), outputs[0],
+                            opts);
+    }
     const at::Tensor& input = single_tensor("allgather", inputs);
     if (outputs.size() != 1) {
       throw InvalidArgument("allgather: gloo_lite takes one output list per process, got " +
@@ -325,6 +323,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::launch_pairs(::c10d::OpType type,
 c10::intrusive_ptr<::c10d::Work> TorchBackend::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   return torch_errors([&] {
+    if (input.defined() && input.is_cuda()) return cuda_allgather(output, input, {}, opts);
     auto copts = options(opts.timeout);
     return launch_pairs(
         OpType::_ALLGATHER_BASE, "gloo_lite:all_gather_into_tensor", {output}, {input},
@@ -525,6 +524,7 @@ void TorchBackend::add_reduce_scatter(Call& call, Starts& starts, const at::Tens
 c10::intrusive_ptr<::c10d::Work> TorchBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   return torch_errors([&] {
+    if (input.defined() && input.is_cuda()) return cuda_reduce_scatter(output, input, opts);
     auto copts = options(opts.timeout);
     return launch_pairs(
         OpType::_REDUCE_SCATTER_BASE, "gloo_lite:reduce_scatter_tensor", {output}, {input},

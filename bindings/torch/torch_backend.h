@@ -12,13 +12,16 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "cuda/collectives.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 
@@ -94,6 +97,7 @@ class TorchBackend : public ::c10d::Backend {
     Tensors keep;
     std::function<void()> finish_step;
     bool point_to_point = false;
+    std::vector<c10::Device> devices = {};  // CUDA calls: the outputs' device
   };
   // Starts the gloo_lite calls `start` makes (throws: nothing started, torch's error) and
   // returns the work that watches them.
@@ -121,7 +125,25 @@ class TorchBackend : public ::c10d::Backend {
                           const at::Tensor& input, const ::c10d::ReduceOp& op,
                           const CollectiveOptions& options, const char* collective);
 
+  // CUDA tensors (torch_cuda.cc): the same collectives through gloo_lite::cuda, stream-ordered
+  // on torch's current stream of the tensors' device.
+  c10::intrusive_ptr<Work> cuda_allreduce(const at::Tensor& tensor,
+                                          const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<Work> cuda_broadcast(const at::Tensor& tensor,
+                                          const ::c10d::BroadcastOptions& opts);
+  c10::intrusive_ptr<Work> cuda_reduce(const at::Tensor& tensor, const ::c10d::ReduceOptions& opts);
+  c10::intrusive_ptr<Work> cuda_allgather(const at::Tensor& output, const at::Tensor& input,
+                                          const Tensors& output_list,
+                                          const ::c10d::AllgatherOptions& opts);
+  c10::intrusive_ptr<Work> cuda_reduce_scatter(const at::Tensor& output, const at::Tensor& input,
+                                               const ::c10d::ReduceScatterOptions& opts);
+  // The gloo_lite::cuda communicator of `device` (made on first use; cuda::Unavailable without
+  // CUDA in this build or without a usable GPU).
+  cuda::Communicator& cuda_communicator(const c10::Device& device);
+
   std::shared_ptr<Context> context_;
+  std::mutex cuda_mutex_;
+  std::map<int, std::unique_ptr<cuda::Communicator>> cuda_;  // by device index, under cuda_mutex_
   std::atomic<std::chrono::milliseconds> timeout_;
   const bool check_;
   std::atomic<uint64_t> sequence_{0};

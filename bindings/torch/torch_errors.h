@@ -8,6 +8,8 @@
 #include <exception>
 #include <string>
 
+#include "gloo_lite/base/error.h"
+
 namespace gloo_lite::torch_backend {
 
 // An exception's message without torch's C++ backtrace.
@@ -16,5 +18,16 @@ std::string message_of(const std::exception& error);
 std::exception_ptr to_torch(const std::exception_ptr& error);
 // Rethrows the exception in flight as its torch form; for catch blocks of calls into gloo_lite.
 [[noreturn]] void rethrow_as_torch();
+
+// Runs a backend entry point's body (which validates before starting anything), leaving
+// gloo_lite's errors (an InvalidArgument, a failed context) as torch's.
+template <typename Body>
+auto torch_errors(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error&) {
+    rethrow_as_torch();
+  }
+}
 
 }  // namespace gloo_lite::torch_backend

@@ -220,14 +220,22 @@ void premultiply(const Reduction& reduction, at::Tensor& tensor) {
   }
 }
 
-void check_cpu_dense(const char* collective, const at::Tensor& tensor) {
+namespace {
+
+// A defined, dense, strided tensor on the device kind the path takes (CPU, or CUDA).
+void check_dense(const char* collective, const at::Tensor& tensor, bool cuda) {
   if (!tensor.defined()) {
     throw InvalidArgument(std::string(collective) + ": got an undefined tensor");
   }
-  if (!tensor.device().is_cpu()) {
+  if (!cuda && !tensor.device().is_cpu()) {
     throw InvalidArgument(std::string(collective) + ": gloo_lite takes CPU tensors, got one on " +
                           tensor.device().str() +
                           " (use a \"cpu:gloo_lite,cuda:nccl\" backend, or move it with .cpu())");
+  }
+  if (cuda && !tensor.is_cuda()) {
+    throw InvalidArgument(std::string(collective) +
+                          ": the call's first tensor is on CUDA, but another is on " +
+                          tensor.device().str() + "; pass all of one call's tensors on one device");
   }
   if (tensor.is_conj() || tensor.is_neg()) {
     throw InvalidArgument(std::string(collective) +
@@ -241,14 +249,35 @@ void check_cpu_dense(const char* collective, const at::Tensor& tensor) {
   }
 }
 
-const at::Tensor& single_tensor(const char* collective, const std::vector<at::Tensor>& tensors) {
+const at::Tensor& single(const char* collective, const std::vector<at::Tensor>& tensors,
+                         bool cuda) {
   if (tensors.size() != 1) {
     throw InvalidArgument(std::string(collective) +
                           ": gloo_lite takes one tensor per process, got " +
                           std::to_string(tensors.size()));
   }
-  check_cpu_dense(collective, tensors[0]);
+  check_dense(collective, tensors[0], cuda);
   return tensors[0];
+}
+
+}  // namespace
+
+void check_cpu_dense(const char* collective, const at::Tensor& tensor) {
+  check_dense(collective, tensor, /*cuda=*/false);
+}
+void check_cuda_dense(const char* collective, const at::Tensor& tensor) {
+  check_dense(collective, tensor, /*cuda=*/true);
+}
+bool on_cuda(const std::vector<at::Tensor>& tensors) {
+  return !tensors.empty() && tensors[0].defined() && tensors[0].is_cuda();
+}
+const at::Tensor& single_cuda_tensor(const char* collective,
+                                     const std::vector<at::Tensor>& tensors) {
+  return single(collective, tensors, /*cuda=*/true);
+}
+
+const at::Tensor& single_tensor(const char* collective, const std::vector<at::Tensor>& tensors) {
+  return single(collective, tensors, /*cuda=*/false);
 }
 
 void check_same_shape(const char* collective, const at::Tensor& like,

@@ -48,6 +48,13 @@ std::string dtype_name(at::ScalarType type);
 
 // Throws ValueError unless `tensor` is a dense CPU tensor (gloo_lite registers for "cpu").
 void check_cpu_dense(const char* collective, const at::Tensor& tensor);
+// Whether a call's tensors are CUDA tensors (the first decides; the CUDA path checks the rest).
+bool on_cuda(const std::vector<at::Tensor>& tensors);
+// Throws ValueError unless `tensor` is a dense CUDA tensor.
+void check_cuda_dense(const char* collective, const at::Tensor& tensor);
+// single_tensor() for the CUDA path.
+const at::Tensor& single_cuda_tensor(const char* collective,
+                                     const std::vector<at::Tensor>& tensors);
 // Throws ValueError unless there is exactly one tensor (torch passes one per process).
 const at::Tensor& single_tensor(const char* collective, const std::vector<at::Tensor>& tensors);
 // Throws ValueError unless every tensor has `like`'s dtype and number of elements.

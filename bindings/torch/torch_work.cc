@@ -11,13 +11,15 @@ namespace gloo_lite::torch_backend {
 
 TorchWork::TorchWork(int rank, ::c10d::OpType type, const char* title,
                      std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-                     std::function<void()> finish_step, bool point_to_point)
+                     std::function<void()> finish_step, bool point_to_point,
+                     std::vector<c10::Device> devices)
     : ::c10d::Work(rank, type, title),
       outputs_(std::move(outputs)),
       keep_(std::move(keep)),
       finish_step_(std::move(finish_step)),
       point_to_point_(point_to_point),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                       std::move(devices))) {}
 
 TorchWork::~TorchWork() = default;
 

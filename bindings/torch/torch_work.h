@@ -30,8 +30,11 @@ class TorchWork : public ::c10d::Work {
   // `outputs`: what the future holds when done; `keep`: tensors (staged copies, flattened
   // buffers, inputs) the gloo_lite calls use until they finish; `finish_step`: runs on success
   // before anything is reported done.
+  // `devices`: the CUDA devices of the outputs (empty for CPU tensors), so that the future
+  // records events there on completion and its waiters' streams wait for them.
   TorchWork(int rank, ::c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-            std::vector<at::Tensor> keep, std::function<void()> finish_step, bool point_to_point);
+            std::vector<at::Tensor> keep, std::function<void()> finish_step, bool point_to_point,
+            std::vector<c10::Device> devices = {});
   ~TorchWork() override;
 
   // Hands over the started gloo_lite calls; the work is done when all of them are.

@@ -11,7 +11,7 @@ See docs/python.md for the whole API, the dtypes, and what Ctrl-C does.
 # The exception classes, listed once: in errors.__all__.
 from . import errors
 from .errors import *  # noqa: F401,F403
-from ._core import Context, ReduceOp, Work, _collectives
+from ._core import Context, CudaCommunicator, ReduceOp, Work, _collectives, cuda_available
 
 __version__ = "0.1.0"
 
@@ -42,4 +42,4 @@ def init(store=None, rank=None, size=None, timeout=None, prefix=""):
     return _core._init(store, int(rank), int(size), timeout, prefix)
 
 
-__all__ = ["init", "Context", "Work", "ReduceOp", "COLLECTIVES", *errors.__all__]
+__all__ = ["init", "Context", "CudaCommunicator", "cuda_available", "Work", "ReduceOp", "COLLECTIVES", *errors.__all__]

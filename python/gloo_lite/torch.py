@@ -1,6 +1,7 @@
 """gloo_lite as a torch.distributed backend.
 
-``import gloo_lite.torch`` registers the backend "gloo_lite" for CPU tensors; an installed
+``import gloo_lite.torch`` registers the backend "gloo_lite" for CPU and CUDA tensors (CUDA
+tensors go through gloo_lite.cuda, stream-ordered on torch's current stream); an installed
 gloo_lite also registers it through the ``torch.distributed.backends`` entry point, so
 ``init_process_group(backend="gloo_lite")`` works without the import::
 
@@ -90,7 +91,7 @@ def register():
     """Registers the backend with torch.distributed (idempotent); the entry point calls it."""
     if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu"])
+    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
 
 
 register()

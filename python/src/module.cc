@@ -4,6 +4,7 @@
 #include "errors.h"
 #include "interrupt.h"
 #include "py_context.h"
+#include "py_cuda.h"
 #include "py_work.h"
 
 NB_MODULE(_core, m) {
@@ -12,4 +13,5 @@ NB_MODULE(_core, m) {
   gloo_lite::python::init_interrupts();
   gloo_lite::python::bind_work(m);
   gloo_lite::python::bind_context(m);
+  gloo_lite::python::bind_cuda(m);
 }

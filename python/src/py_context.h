@@ -72,12 +72,14 @@ class PyContext {
   void abort(const std::string& reason);
   void close();
 
+  // The C++ context; ValueError naming `call` once closed (also for CudaCommunicator).
+  const std::shared_ptr<Context>& context(const char* call) const;
+
  private:
   // Starts the call: its non-blocking form (returning the Work), or with `blocking` its
   // blocking form (returning an empty Work once done), so that a call Python waits for at once
   // runs in this thread, as C++'s blocking calls do, with no hand-off to the stream's worker.
   using Start = std::function<Work(Context&, bool blocking)>;
-  const std::shared_ptr<Context>& context(const char* call) const;
   // Starts the call and, unless async_op, waits for it; returns the result or a Work.
   nb::object run(const char* call, bool async_op, Operands operands, const Start& start,
                  int* source = nullptr);

@@ -37,13 +37,15 @@ int last_error_mentions(const char* needle, const char* also) {
 int main(int argc, char** argv) {
   int status;
   if (argc != 2) {
-    fprintf(stderr, "usage: c_api_test collectives|errors|killed_peer\n");
+    fprintf(stderr, "usage: c_api_test collectives|errors|cuda|killed_peer\n");
     return 2;
   }
   if (strcmp(argv[1], "collectives") == 0) {
     status = run_collectives();
   } else if (strcmp(argv[1], "errors") == 0) {
     status = run_errors();
+  } else if (strcmp(argv[1], "cuda") == 0) {
+    status = run_cuda();
   } else if (strcmp(argv[1], "killed_peer") == 0) {
     status = run_killed_peer();
   } else {

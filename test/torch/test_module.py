@@ -11,11 +11,11 @@ import gloo_lite.torch
 from conftest import child_env
 
 
-def test_the_backend_is_registered_for_cpu_once():
+def test_the_backend_is_registered_for_cpu_and_cuda_once():
     assert "GLOO_LITE" in dist.Backend._plugins
     assert dist.Backend("gloo_lite") == "gloo_lite"
     gloo_lite.torch.register()  # again: a no-op, not torch's "already registered" error
-    assert dist.Backend.backend_capability["gloo_lite"] == ["cpu"]
+    assert dist.Backend.backend_capability["gloo_lite"] == ["cpu", "cuda"]
     assert gloo_lite.torch._torch.built_for_torch == torch.__version__
 
 
