@@ -4,9 +4,12 @@
 //   lead lane waits entered[d] (every caller stream)  -- read inputs / write outputs only after
 //                                                        the caller's earlier work on them;
 //   lane d waits `result` (lead lane)                 -- copy out only what is there;
-//   lead lane and every caller stream wait done[d]    -- the lead buffer and the scratch are
-//                                                        not rewritten while lane d still
-//                                                        reads them; the caller sees its copy.
+//   every caller stream waits done[d]                 -- the caller does not rewrite the lead
+//                                                        buffer while lane d still reads it,
+//                                                        and sees its own copy.
+// The scratch is used on the lead lane only, so the lane's order protects it across calls; the
+// caller's buffers are protected across calls by the caller's streams (the next call's lead lane
+// waits for them).
 #include "cuda/multi_device.h"
 
 #include <mutex>
@@ -175,7 +178,6 @@ void MultiDeviceCommunicator::State::fan_out(const void* source, const std::vect
   }
   first.wait_event(streams[0], result);
   for (size_t d = 1; d < devices.size(); ++d) {
-    first.wait_event(devices[0].lane, devices[d].done);
     first.wait_event(streams[0], devices[d].done);
     devices[d].layer->wait_event(streams[d], devices[d].done);
   }

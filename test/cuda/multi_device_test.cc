@@ -97,6 +97,7 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
   std::vector<cuda::Stream> streams;
   std::vector<const void*> ins;
   std::vector<void*> outs, owned;
+  std::vector<std::vector<std::byte>> host_in(local, std::vector<std::byte>(in_bytes));
   std::vector<std::vector<std::byte>> host_out(local, std::vector<std::byte>(out_bytes));
   for (size_t d = 0; d < local; ++d) {
     cuda::DeviceLayer& layer = *layers[d];
@@ -109,11 +110,9 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
     if (c.in_place && c.collective == Collective::kAllgather) {
       in = static_cast<std::byte*>(out) + static_cast<size_t>(contributor) * in_bytes;
     }
-    std::vector<std::byte> host_in(in_bytes);
-    fill_inputs(inputs, contributor, 0, c.count, host_in.data());
-    layer.copy_to_device(in, host_in.data(), in_bytes, streams[d]);
-    // The caller's copy must finish before its source goes away: the test's own ordering.
-    layer.synchronize_stream(streams[d]);
+    // Not waited for: the call must wait for it through the stream.
+    fill_inputs(inputs, contributor, 0, c.count, host_in[d].data());
+    layer.copy_to_device(in, host_in[d].data(), in_bytes, streams[d]);
     ins.push_back(in);
     outs.push_back(out);
   }
@@ -132,6 +131,10 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
   for (size_t d = 0; d < local; ++d) {
     layers[d]->copy_to_host(host_out[d].data(), outs[d], out_bytes, streams[d]);
   }
+  // The caller reuses the lead's output at once: the other devices' copies of it must be done
+  // by then (the copy to the host above has taken this device's result already).
+  std::vector<std::byte> scribble(out_bytes, std::byte{0x5A});
+  layers[0]->copy_to_device(outs[0], scribble.data(), out_bytes, streams[0]);
   for (size_t d = 0; d < local; ++d) layers[d]->synchronize_stream(streams[d]);
   communicator.synchronize();
 
@@ -200,6 +203,7 @@ const MultiCase kCases[] = {
     // collective, type, op, P, D, count, root, root device, in place
     {Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 2, 3, 1000, 0, 0, false},
     {Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 3, 2, 777, 0, 0, true},
+    {Collective::kAllreduce, DataType::kFloat64, ReduceOp::kAvg, 3, 1, 500, 0, 0, false},
     {Collective::kAllreduce, DataType::kBFloat16, ReduceOp::kAvg, 3, 2, 500, 0, 0, false},
     {Collective::kAllreduce, DataType::kInt64, ReduceOp::kAvg, 2, 3, 300, 0, 0, true},
     {Collective::kAllreduce, DataType::kInt32, ReduceOp::kProd, 3, 3, 400, 0, 0, false},
