@@ -12,6 +12,7 @@
 // waits for them).
 #include "cuda/multi_device.h"
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -24,8 +25,11 @@ namespace {
 struct Device {
   std::shared_ptr<DeviceLayer> layer;
   Stream lane = nullptr;
-  Event entered = nullptr;  // on the caller's stream, at the call
-  Event done = nullptr;     // on the lane, after its copy of the result
+  // Recorded on a caller's stream at the call: one event per caller stream, so that every event
+  // is recorded on one stream only and its captures complete in order (an event re-recorded on
+  // another stream could complete the later capture first).
+  std::map<Stream, Event> entered;
+  Event done = nullptr;  // on the lane, after its copy of the result
 };
 
 std::byte* at(void* base, size_t offset) { return static_cast<std::byte*>(base) + offset; }
@@ -48,10 +52,11 @@ struct MultiDeviceCommunicator::State {
   void reserve_scratch(size_t bytes);
   // The lead lane waits for every caller stream.
   void enter(const std::vector<Stream>& streams);
-  // `bytes` from the lead's `source` to targets[d] of every other device except `skip`, then the
-  // orderings of the fan-out (top of this file).
-  void fan_out(const void* source, const std::vector<void*>& targets, size_t bytes, int skip,
-               const std::vector<Stream>& streams);
+  // `bytes` from the lead's `source` + d * stride to targets[d] of every other device except
+  // `skip`, then the orderings of the fan-out (top of this file). A source in the scratch
+  // (`from_scratch`) also holds the lead lane until every copy has read it.
+  void fan_out(const std::byte* source, size_t stride, const std::vector<void*>& targets,
+               size_t bytes, int skip, bool from_scratch, const std::vector<Stream>& streams);
 
   Context& context;
   std::vector<Device> devices;
@@ -81,7 +86,6 @@ MultiDeviceCommunicator::State::State(Context& context_in,
       Device& device = devices.emplace_back();
       device.layer = std::move(layer);
       device.lane = device.layer->create_stream();
-      device.entered = device.layer->create_event();
       device.done = device.layer->create_event();
     }
     result = devices[0].layer->create_event();
@@ -109,8 +113,9 @@ void MultiDeviceCommunicator::State::release() noexcept {
   for (Device& device : devices) {
     if (device.lane != nullptr) device.layer->destroy_stream(device.lane);
     if (device.done != nullptr) device.layer->destroy_event(device.done);
-    if (device.entered != nullptr) device.layer->destroy_event(device.entered);
-    device.lane = device.done = device.entered = nullptr;
+    for (auto& [stream, event] : device.entered) device.layer->destroy_event(event);
+    device.entered.clear();
+    device.lane = device.done = nullptr;
   }
   devices.clear();
 }
@@ -158,13 +163,17 @@ void MultiDeviceCommunicator::State::reserve_scratch(size_t bytes) {
 void MultiDeviceCommunicator::State::enter(const std::vector<Stream>& streams) {
   DeviceLayer& first = *devices[0].layer;
   for (size_t d = 0; d < devices.size(); ++d) {
-    devices[d].layer->record(devices[d].entered, streams[d]);
-    first.wait_event(devices[0].lane, devices[d].entered);
+    Device& device = devices[d];
+    Event& entered = device.entered[streams[d]];
+    if (entered == nullptr) entered = device.layer->create_event();
+    device.layer->record(entered, streams[d]);
+    first.wait_event(devices[0].lane, entered);
   }
 }
 
-void MultiDeviceCommunicator::State::fan_out(const void* source, const std::vector<void*>& targets,
-                                             size_t bytes, int skip,
+void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t stride,
+                                             const std::vector<void*>& targets, size_t bytes,
+                                             int skip, bool from_scratch,
                                              const std::vector<Stream>& streams) {
   DeviceLayer& first = *devices[0].layer;
   first.record(result, devices[0].lane);
@@ -172,12 +181,13 @@ void MultiDeviceCommunicator::State::fan_out(const void* source, const std::vect
     Device& device = devices[d];
     device.layer->wait_event(device.lane, result);
     if (static_cast<int>(d) != skip && bytes > 0) {
-      device.layer->copy_on_device(targets[d], source, bytes, device.lane);
+      device.layer->copy_on_device(targets[d], source + d * stride, bytes, device.lane);
     }
     device.layer->record(device.done, device.lane);
   }
   first.wait_event(streams[0], result);
   for (size_t d = 1; d < devices.size(); ++d) {
+    if (from_scratch) first.wait_event(devices[0].lane, devices[d].done);
     first.wait_event(streams[0], devices[d].done);
     devices[d].layer->wait_event(streams[d], devices[d].done);
   }
@@ -239,7 +249,7 @@ Work MultiDeviceCommunicator::allreduce(const std::vector<const void*>& inputs,
   }
   Work work = s.lead->allreduce(outputs[0], outputs[0], count, type, combine, lane, options);
   if (op == ReduceOp::kAvg && count > 0) first.divide(outputs[0], count, type, contributors, lane);
-  s.fan_out(outputs[0], outputs, bytes, -1, streams);
+  s.fan_out(static_cast<std::byte*>(outputs[0]), 0, outputs, bytes, -1, false, streams);
   return work;
 }
 
@@ -272,7 +282,8 @@ Work MultiDeviceCommunicator::broadcast(const std::vector<void*>& data, size_t c
     first.copy_on_device(data[0], data[static_cast<size_t>(root_device)], bytes, lane);
   }
   Work work = s.lead->broadcast(data[0], count, type, root, lane, options);
-  s.fan_out(data[0], data, bytes, is_root ? root_device : -1, streams);
+  s.fan_out(static_cast<std::byte*>(data[0]), 0, data, bytes, is_root ? root_device : -1, false,
+            streams);
   return work;
 }
 
@@ -310,7 +321,62 @@ Work MultiDeviceCommunicator::allgather(const std::vector<const void*>& inputs,
       first.copy_on_device(mine + d * bytes, inputs[d], bytes, lane);
   }
   Work work = s.lead->allgather(mine, outputs[0], count * local, type, lane, options);
-  s.fan_out(outputs[0], outputs, total, -1, streams);
+  s.fan_out(static_cast<std::byte*>(outputs[0]), 0, outputs, total, -1, false, streams);
+  return work;
+}
+
+Work MultiDeviceCommunicator::reduce_scatter(const std::vector<const void*>& inputs,
+                                             const std::vector<void*>& outputs, size_t recv_count,
+                                             DataType type, ReduceOp op,
+                                             const std::vector<Stream>& streams,
+                                             const CollectiveOptions& options) {
+  const char* name = "cuda multi-device reduce_scatter";
+  State& s = *state_;
+  check_op(name, s.context.rank(), type, op);
+  if (op == ReduceOp::kCustom) {
+    throw InvalidArgument(std::string(name) +
+                          ": a custom operation runs on the host; the local reduction runs on "
+                          "the devices (use one device per cuda::Communicator for it)");
+  }
+  const size_t e = element_size(type);
+  const auto local = s.devices.size();
+  const auto everyone = static_cast<size_t>(s.context.size()) * local;
+  const size_t bytes = checked_bytes(name, recv_count, e, "the output");
+  const size_t total =
+      checked_bytes(name, checked_bytes(name, recv_count, everyone, "the input"), e, "the input");
+  s.check_pointers(name, inputs, total, "inputs");
+  s.check_pointers(name, outputs, bytes, "outputs");
+  s.check_streams(name, streams);
+  for (size_t d = 0; d < local; ++d) {
+    check_overlap(name, inputs[d], total, "input", outputs[d], bytes, "output");
+  }
+  const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const auto contributors = static_cast<int>(everyone);
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Scratch: [local sum: total] [this rank's D result blocks: D * bytes] [another device's
+  // input: total, with D > 1].
+  s.reserve_scratch(total + local * bytes + (local > 1 ? total : 0));
+  std::byte* sum = s.scratch;
+  std::byte* result = s.scratch + total;
+  std::byte* other = result + local * bytes;
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  if (total > 0) {
+    first.copy_on_device(sum, inputs[0], total, lane);
+    for (size_t d = 1; d < local; ++d) {
+      first.copy_on_device(other, inputs[d], total, lane);
+      first.reduce(sum, other, recv_count * everyone, type, combine, lane);
+    }
+  }
+  // Rank r receives blocks r * D .. r * D + D - 1: one block of D * recv_count per rank.
+  Work work = s.lead->reduce_scatter(sum, result, recv_count * local, type, combine, lane, options);
+  if (op == ReduceOp::kAvg && recv_count > 0) {
+    first.divide(result, recv_count * local, type, contributors, lane);
+  }
+  if (bytes > 0) first.copy_on_device(outputs[0], result, bytes, lane);
+  s.fan_out(result, bytes, outputs, bytes, -1, true, streams);
   return work;
 }
 
@@ -356,6 +422,16 @@ void allgather(MultiDeviceCommunicator& communicator, const std::vector<const vo
                const std::vector<Stream>& streams, const CollectiveOptions& options) {
   wait_for_streams(communicator,
                    communicator.allgather(inputs, outputs, count, type, streams, options), streams);
+}
+
+void reduce_scatter(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+                    const std::vector<void*>& outputs, size_t recv_count, DataType type,
+                    ReduceOp op, const std::vector<Stream>& streams,
+                    const CollectiveOptions& options) {
+  wait_for_streams(
+      communicator,
+      communicator.reduce_scatter(inputs, outputs, recv_count, type, op, streams, options),
+      streams);
 }
 
 }  // namespace gloo_lite::cuda

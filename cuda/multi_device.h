@@ -71,6 +71,12 @@ class MultiDeviceCommunicator {
                  size_t count, DataType type, const std::vector<Stream>& streams,
                  const CollectiveOptions& options = {});
 
+  // inputs[d] holds P * D * recv_count elements; device d of rank r receives block r * D + d,
+  // reduced over every device of every rank.
+  Work reduce_scatter(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                      size_t recv_count, DataType type, ReduceOp op,
+                      const std::vector<Stream>& streams, const CollectiveOptions& options = {});
+
   // Blocks until every call made so far has finished on every device; throws the first error.
   void synchronize();
 
@@ -91,5 +97,10 @@ void broadcast(MultiDeviceCommunicator& communicator, const std::vector<void*>& 
 void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                const std::vector<void*>& outputs, size_t count, DataType type,
                const std::vector<Stream>& streams, const CollectiveOptions& options = {});
+
+void reduce_scatter(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+                    const std::vector<void*>& outputs, size_t recv_count, DataType type,
+                    ReduceOp op, const std::vector<Stream>& streams,
+                    const CollectiveOptions& options = {});
 
 }  // namespace gloo_lite::cuda

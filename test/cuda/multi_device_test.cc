@@ -31,7 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 
 enum class Layer { kHostStandIn, kCuda };
-enum class Collective { kAllreduce, kBroadcast, kAllgather };
+enum class Collective { kAllreduce, kBroadcast, kAllgather, kReduceScatter };
 
 struct MultiCase {
   Collective collective;
@@ -39,7 +39,7 @@ struct MultiCase {
   ReduceOp op;
   int ranks;
   int devices;
-  size_t count;  // per device (allgather: per contributor block)
+  size_t count;  // per device (allgather's input, reduce_scatter's output)
   int root;
   int root_device;
   bool in_place;
@@ -53,6 +53,8 @@ const char* collective_name(Collective c) {
       return "broadcast";
     case Collective::kAllgather:
       return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
   }
   return "?";
 }
@@ -83,14 +85,16 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
   pipeline.slots = 3;
   cuda::MultiDeviceCommunicator communicator(context, layers, pipeline);
 
-  const bool reducing = c.collective == Collective::kAllreduce;
+  const bool reducing =
+      c.collective == Collective::kAllreduce || c.collective == Collective::kReduceScatter;
   Inputs inputs;
   inputs.type = c.type;
   inputs.pattern = pattern_for(reducing, c.op);
   inputs.seed = 11 + static_cast<uint64_t>(c.collective) * 31 + static_cast<uint64_t>(c.op);
   inputs.ranks = static_cast<int>(everyone);
   const size_t e = element_bytes(c.type);
-  const size_t in_bytes = c.count * e;
+  const size_t in_count = c.collective == Collective::kReduceScatter ? c.count * everyone : c.count;
+  const size_t in_bytes = in_count * e;
   const size_t out_count = c.collective == Collective::kAllgather ? c.count * everyone : c.count;
   const size_t out_bytes = out_count * e;
 
@@ -111,7 +115,7 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
       in = static_cast<std::byte*>(out) + static_cast<size_t>(contributor) * in_bytes;
     }
     // Not waited for: the call must wait for it through the stream.
-    fill_inputs(inputs, contributor, 0, c.count, host_in[d].data());
+    fill_inputs(inputs, contributor, 0, in_count, host_in[d].data());
     layer.copy_to_device(in, host_in[d].data(), in_bytes, streams[d]);
     ins.push_back(in);
     outs.push_back(out);
@@ -126,6 +130,9 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
       break;
     case Collective::kAllgather:
       communicator.allgather(ins, outs, c.count, c.type, streams);
+      break;
+    case Collective::kReduceScatter:
+      communicator.reduce_scatter(ins, outs, c.count, c.type, c.op, streams);
       break;
   }
   for (size_t d = 0; d < local; ++d) {
@@ -155,6 +162,10 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
           check_copy(inputs, static_cast<int>(g), 0, c.count, got + g * in_bytes,
                      what + " block " + std::to_string(g), problems);
         }
+        break;
+      case Collective::kReduceScatter:
+        check_reduction(inputs, c.op, (static_cast<size_t>(rank) * local + d) * c.count, c.count,
+                        got, what, problems);
         break;
     }
   }
@@ -214,6 +225,9 @@ const MultiCase kCases[] = {
     {Collective::kBroadcast, DataType::kInt32, ReduceOp::kSum, 3, 3, 500, 2, 0, true},
     {Collective::kAllgather, DataType::kInt32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
     {Collective::kAllgather, DataType::kFloat16, ReduceOp::kSum, 2, 3, 70, 0, 0, true},
+    {Collective::kReduceScatter, DataType::kFloat32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
+    {Collective::kReduceScatter, DataType::kInt32, ReduceOp::kAvg, 2, 3, 64, 0, 0, false},
+    {Collective::kReduceScatter, DataType::kBFloat16, ReduceOp::kMin, 2, 2, 90, 0, 0, false},
 };
 
 std::vector<Param> params(Layer layer) {
@@ -225,7 +239,9 @@ std::vector<Param> params(Layer layer) {
 std::string case_name(const ::testing::TestParamInfo<Param>& info) {
   const MultiCase& c = info.param.c;
   std::string name = std::string(collective_name(c.collective)) + "_" + type_name(c.type);
-  if (c.collective == Collective::kAllreduce) name += std::string("_") + op_name(c.op);
+  if (c.collective == Collective::kAllreduce || c.collective == Collective::kReduceScatter) {
+    name += std::string("_") + op_name(c.op);
+  }
   if (c.collective == Collective::kBroadcast) {
     name += "_root" + std::to_string(c.root) + "_device" + std::to_string(c.root_device);
   }
@@ -303,6 +319,87 @@ TEST(HostStandInMultiDevice, ChainedCallsThenBlockingForm) {
         for (int d = 0; d < kDevices; ++d) {
           layers[d]->free_device(data[d]);
           layers[d]->destroy_stream(streams[d]);
+        }
+        store_barrier(context, "done");
+      },
+      120s, options);
+  expect_all_ok(results);
+}
+
+// Two reduce_scatter calls on different caller streams with no order between them (legal: the
+// buffers differ): the second call's local sum must not overwrite the scratch while the slow
+// devices' lanes still copy the first call's results out of it. The lead has no delays and the
+// other devices long ones, so that the race, if the lead lane did not wait, would be lost.
+TEST(HostStandInMultiDevice, ReduceScatterCallsOnOtherStreamsShareTheScratch) {
+  constexpr int kRanks = 2;
+  constexpr int kDevices = 3;
+  constexpr size_t kCount = 16;
+  constexpr size_t kEveryone = kRanks * kDevices;
+  constexpr int kCalls = 4;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      kRanks,
+      [&](Context& context) {
+        const int rank = context.rank();
+        std::vector<std::shared_ptr<cuda::DeviceLayer>> layers;
+        for (int d = 0; d < kDevices; ++d) {
+          cuda::HostStandInOptions stand_in;
+          stand_in.max_delay = d == 0 ? 0us : 3000us;
+          stand_in.seed = 77 + static_cast<uint64_t>(rank * 16 + d);
+          stand_in.device = d;
+          layers.push_back(cuda::host_stand_in_layer(stand_in));
+        }
+        cuda::MultiDeviceCommunicator communicator(context, layers);
+        // Call k, element i of block b on contributor g: (k + 1) * (g + 1) * (b * 100 + i + 1);
+        // the reduced block b is (k + 1) * 21 * (b * 100 + i + 1) (21 = sum of g + 1).
+        std::vector<std::vector<std::vector<int32_t>>> host_in(kCalls), host_out(kCalls);
+        std::vector<std::vector<cuda::Stream>> streams(kCalls);
+        std::vector<std::vector<void*>> ins(kCalls), outs(kCalls);
+        for (int k = 0; k < kCalls; ++k) {
+          for (int d = 0; d < kDevices; ++d) {
+            const auto g = static_cast<int32_t>(rank * kDevices + d);
+            std::vector<int32_t> in(kCount * kEveryone);
+            for (size_t b = 0; b < kEveryone; ++b) {
+              for (size_t i = 0; i < kCount; ++i) {
+                in[b * kCount + i] = (k + 1) * (g + 1) * static_cast<int32_t>(b * 100 + i + 1);
+              }
+            }
+            host_in[k].push_back(in);
+            host_out[k].emplace_back(kCount);
+            streams[k].push_back(layers[d]->create_stream());
+            ins[k].push_back(layers[d]->allocate_device(in.size() * sizeof(int32_t)));
+            outs[k].push_back(layers[d]->allocate_device(kCount * sizeof(int32_t)));
+            layers[d]->copy_to_device(ins[k][d], host_in[k][d].data(), in.size() * sizeof(int32_t),
+                                      streams[k][d]);
+          }
+        }
+        for (int k = 0; k < kCalls; ++k) {
+          std::vector<const void*> inputs(ins[k].begin(), ins[k].end());
+          communicator.reduce_scatter(inputs, outs[k], kCount, DataType::kInt32, ReduceOp::kSum,
+                                      streams[k]);
+          for (int d = 0; d < kDevices; ++d) {
+            layers[d]->copy_to_host(host_out[k][d].data(), outs[k][d], kCount * sizeof(int32_t),
+                                    streams[k][d]);
+          }
+        }
+        for (int k = 0; k < kCalls; ++k) {
+          for (int d = 0; d < kDevices; ++d) {
+            layers[d]->synchronize_stream(streams[k][d]);
+            const auto b = static_cast<int32_t>(rank * kDevices + d);
+            for (size_t i = 0; i < kCount; ++i) {
+              ASSERT_EQ(host_out[k][d][i], (k + 1) * 21 * (b * 100 + static_cast<int32_t>(i) + 1))
+                  << "call " << k << " rank " << rank << " device " << d << " element " << i;
+            }
+          }
+        }
+        communicator.synchronize();
+        for (int k = 0; k < kCalls; ++k) {
+          for (int d = 0; d < kDevices; ++d) {
+            layers[d]->free_device(ins[k][d]);
+            layers[d]->free_device(outs[k][d]);
+            layers[d]->destroy_stream(streams[k][d]);
+          }
         }
         store_barrier(context, "done");
       },
