@@ -6,10 +6,14 @@
 //   lane d waits `result` (lead lane)                 -- copy out only what is there;
 //   every caller stream waits done[d]                 -- the caller does not rewrite the lead
 //                                                        buffer while lane d still reads it,
-//                                                        and sees its own copy.
-// The scratch is used on the lead lane only, so the lane's order protects it across calls; the
-// caller's buffers are protected across calls by the caller's streams (the next call's lead lane
-// waits for them).
+//                                                        and sees its own copy;
+//   lead lane waits done[d] (reduce_scatter only)     -- lane d copies its block out of the
+//                                                        scratch: a later call, perhaps on
+//                                                        other caller streams, must not
+//                                                        overwrite it first.
+// Otherwise the scratch is used on the lead lane only, whose order protects it across calls;
+// the caller's buffers are protected across calls by the caller's streams (the next call's lead
+// lane waits for them).
 #include "cuda/multi_device.h"
 
 #include <map>
@@ -150,7 +154,8 @@ void MultiDeviceCommunicator::State::reserve_scratch(size_t bytes) {
   if (bytes <= scratch_bytes) return;
   DeviceLayer& first = *devices[0].layer;
   if (scratch != nullptr) {
-    // Earlier calls' local phases may still read it (only the lead lane uses it).
+    // Earlier calls may still use it: the lead lane, and lanes copying out of it, which the
+    // lead lane waits for.
     first.synchronize_stream(devices[0].lane);
     first.free_device(scratch);
     scratch = nullptr;
