@@ -110,8 +110,9 @@ class HostStandIn final : public DeviceLayer {
  public:
   explicit HostStandIn(const HostStandInOptions& options)
       : options_(options),
-        name_("host stand-in (delays up to " + std::to_string(options.max_delay.count()) + " us)") {
-  }
+        name_(std::string("host stand-in") +
+              (options.device != 0 ? " device " + std::to_string(options.device) : "") +
+              " (delays up to " + std::to_string(options.max_delay.count()) + " us)") {}
 
   const char* name() const override { return name_.c_str(); }
   bool device_memory_is_host() const override { return true; }

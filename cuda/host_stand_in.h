@@ -23,6 +23,10 @@ struct HostStandInOptions {
   // Bytes written over fresh device and pinned allocations, so that a chunk read before it was
   // written shows as garbage rather than as zeros.
   uint8_t poison = 0xA5;
+  // Which stand-in device this is, for several "GPUs" in one process (cuda/multi_device.h):
+  // only named in name() (device 0 keeps the plain name); the memory of every stand-in device
+  // is host memory that any other can copy from.
+  int device = 0;
 };
 
 std::shared_ptr<DeviceLayer> host_stand_in_layer(const HostStandInOptions& options = {});

@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "cuda/host_stand_in.h"
 #include "test/collectives/process_sync.h"
 #include "test/collectives/reference.h"
+#include "test/cuda/cuda_probe.h"
 #include "test/transport/harness.h"
 
 namespace gloo_lite::test {
@@ -87,26 +87,6 @@ size_t output_count(const PipelineCase& c) {
   const bool blocks =
       c.collective == Collective::kAllgather || c.collective == Collective::kAlltoall;
   return blocks ? c.count * static_cast<size_t>(c.ranks) : c.count;
-}
-
-// The cuda layer is probed in a child process: CUDA initialised in this process would not
-// survive the fork of the ranks.
-std::string cuda_unavailable_reason() {
-  struct Probe {
-    char why[512];
-  };
-  SharedMapping<Probe> probe;
-  auto results = run_processes(
-      1,
-      [&](int) {
-        std::string why;
-        if (!cuda::cuda_available(&why)) {
-          std::strncpy(probe->why, why.c_str(), sizeof probe->why - 1);
-        }
-      },
-      60s);
-  if (!results[0].ok()) return "the CUDA probe process failed: " + results[0].describe();
-  return probe->why;
 }
 
 std::shared_ptr<cuda::DeviceLayer> make_layer(Layer layer, int rank) {

@@ -1,0 +1,442 @@
+// Several GPUs per process (cuda/multi_device.h): a local phase on the lead's lane, one call of
+// the lead's cuda::Communicator on that lane, and a fan-out from the lead to the other devices'
+// lanes. The orderings (each an event, recorded by the device that owns the stream):
+//   lead lane waits entered[d] (every caller stream)  -- read inputs / write outputs only after
+//                                                        the caller's earlier work on them;
+//   lane d waits `result` (lead lane)                 -- copy out only what is there;
+//   every caller stream waits done[d]                 -- the caller does not rewrite the lead
+//                                                        buffer while lane d still reads it,
+//                                                        and sees its own copy;
+//   lead lane waits done[d] (reduce_scatter only)     -- lane d copies its block out of the
+//                                                        scratch: a later call, perhaps on
+//                                                        other caller streams, must not
+//                                                        overwrite it first.
+// Otherwise the scratch is used on the lead lane only, whose order protects it across calls;
+// the caller's buffers are protected across calls by the caller's streams (the next call's lead
+// lane waits for them).
+#include "cuda/multi_device.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "gloo_lite/argument_checks.h"
+
+namespace gloo_lite::cuda {
+namespace {
+
+struct Device {
+  std::shared_ptr<DeviceLayer> layer;
+  Stream lane = nullptr;
+  // Recorded on a caller's stream at the call: one event per caller stream, so that every event
+  // is recorded on one stream only and its captures complete in order (an event re-recorded on
+  // another stream could complete the later capture first).
+  std::map<Stream, Event> entered;
+  Event done = nullptr;  // on the lane, after its copy of the result
+};
+
+std::byte* at(void* base, size_t offset) { return static_cast<std::byte*>(base) + offset; }
+
+}  // namespace
+
+struct MultiDeviceCommunicator::State {
+  State(Context& context_in, std::vector<std::shared_ptr<DeviceLayer>> layers,
+        PipelineOptions options);
+  ~State() { release(); }
+  void release() noexcept;  // also when the constructor failed midway
+
+  // Checks that every vector has one entry per device and that no stream or needed pointer is
+  // missing; throws InvalidArgument naming the call and the device.
+  template <typename Pointer>
+  void check_pointers(const char* name, const std::vector<Pointer>& pointers, size_t bytes,
+                      const char* what) const;
+  void check_streams(const char* name, const std::vector<Stream>& streams) const;
+  // Grows the lead's scratch to `bytes` (under mutex; waits for the lead lane to drain first).
+  void reserve_scratch(size_t bytes);
+  // The lead lane waits for every caller stream.
+  void enter(const std::vector<Stream>& streams);
+  // `bytes` from the lead's `source` + d * stride to targets[d] of every other device except
+  // `skip`, then the orderings of the fan-out (top of this file). A source in the scratch
+  // (`from_scratch`) also holds the lead lane until every copy has read it.
+  void fan_out(const std::byte* source, size_t stride, const std::vector<void*>& targets,
+               size_t bytes, int skip, bool from_scratch, const std::vector<Stream>& streams);
+
+  Context& context;
+  std::vector<Device> devices;
+  std::unique_ptr<Communicator> lead;  // on devices[0]
+  Event result = nullptr;              // on the lead lane, after the cross-rank call
+  std::byte* scratch = nullptr;        // lead device memory, scratch_bytes
+  size_t scratch_bytes = 0;
+  // One call enqueues at a time: the lanes see the calls in the order the lead runs them.
+  std::mutex mutex;
+};
+
+MultiDeviceCommunicator::State::State(Context& context_in,
+                                      std::vector<std::shared_ptr<DeviceLayer>> layers,
+                                      PipelineOptions options)
+    : context(context_in) {
+  if (layers.empty()) {
+    throw InvalidArgument("cuda::MultiDeviceCommunicator: the list of devices is empty");
+  }
+  for (size_t d = 0; d < layers.size(); ++d) {
+    if (!layers[d]) {
+      throw InvalidArgument("cuda::MultiDeviceCommunicator: device " + std::to_string(d) +
+                            "'s layer is null");
+    }
+  }
+  try {
+    for (auto& layer : layers) {
+      Device& device = devices.emplace_back();
+      device.layer = std::move(layer);
+      device.lane = device.layer->create_stream();
+      device.done = device.layer->create_event();
+    }
+    result = devices[0].layer->create_event();
+    lead = std::make_unique<Communicator>(context, devices[0].layer, options);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void MultiDeviceCommunicator::State::release() noexcept {
+  if (devices.empty()) return;
+  lead.reset();  // after every cross-rank call: the lead lane is let go
+  for (Device& device : devices) {
+    try {
+      if (device.lane != nullptr) device.layer->synchronize_stream(device.lane);
+    } catch (...) {  // a failed device: free what can be freed
+    }
+  }
+  DeviceLayer& first = *devices.front().layer;
+  if (scratch != nullptr) first.free_device(scratch);
+  scratch = nullptr;
+  if (result != nullptr) first.destroy_event(result);
+  result = nullptr;
+  for (Device& device : devices) {
+    if (device.lane != nullptr) device.layer->destroy_stream(device.lane);
+    if (device.done != nullptr) device.layer->destroy_event(device.done);
+    for (auto& [stream, event] : device.entered) device.layer->destroy_event(event);
+    device.entered.clear();
+    device.lane = device.done = nullptr;
+  }
+  devices.clear();
+}
+
+template <typename Pointer>
+void MultiDeviceCommunicator::State::check_pointers(const char* name,
+                                                    const std::vector<Pointer>& pointers,
+                                                    size_t bytes, const char* what) const {
+  if (pointers.size() != devices.size()) {
+    throw InvalidArgument(std::string(name) + ": " + std::to_string(pointers.size()) + " " + what +
+                          " for " + std::to_string(devices.size()) +
+                          " devices (pass one per device)");
+  }
+  for (size_t d = 0; d < pointers.size(); ++d) {
+    if (pointers[d] == nullptr && bytes > 0) {
+      throw InvalidArgument(std::string(name) + ": " + what + " of device " + std::to_string(d) +
+                            " is null but holds " + std::to_string(bytes) + " bytes");
+    }
+  }
+}
+
+void MultiDeviceCommunicator::State::check_streams(const char* name,
+                                                   const std::vector<Stream>& streams) const {
+  if (streams.size() != devices.size()) {
+    throw InvalidArgument(std::string(name) + ": " + std::to_string(streams.size()) +
+                          " streams for " + std::to_string(devices.size()) +
+                          " devices (pass one per device)");
+  }
+}
+
+void MultiDeviceCommunicator::State::reserve_scratch(size_t bytes) {
+  if (bytes <= scratch_bytes) return;
+  DeviceLayer& first = *devices[0].layer;
+  if (scratch != nullptr) {
+    // Earlier calls may still use it: the lead lane, and lanes copying out of it, which the
+    // lead lane waits for.
+    first.synchronize_stream(devices[0].lane);
+    first.free_device(scratch);
+    scratch = nullptr;
+    scratch_bytes = 0;
+  }
+  scratch = static_cast<std::byte*>(first.allocate_device(bytes));
+  scratch_bytes = bytes;
+}
+
+void MultiDeviceCommunicator::State::enter(const std::vector<Stream>& streams) {
+  DeviceLayer& first = *devices[0].layer;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    Device& device = devices[d];
+    Event& entered = device.entered[streams[d]];
+    if (entered == nullptr) entered = device.layer->create_event();
+    device.layer->record(entered, streams[d]);
+    first.wait_event(devices[0].lane, entered);
+  }
+}
+
+void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t stride,
+                                             const std::vector<void*>& targets, size_t bytes,
+                                             int skip, bool from_scratch,
+                                             const std::vector<Stream>& streams) {
+  DeviceLayer& first = *devices[0].layer;
+  first.record(result, devices[0].lane);
+  for (size_t d = 1; d < devices.size(); ++d) {
+    Device& device = devices[d];
+    device.layer->wait_event(device.lane, result);
+    if (static_cast<int>(d) != skip && bytes > 0) {
+      device.layer->copy_on_device(targets[d], source + d * stride, bytes, device.lane);
+    }
+    device.layer->record(device.done, device.lane);
+  }
+  first.wait_event(streams[0], result);
+  for (size_t d = 1; d < devices.size(); ++d) {
+    if (from_scratch) first.wait_event(devices[0].lane, devices[d].done);
+    first.wait_event(streams[0], devices[d].done);
+    devices[d].layer->wait_event(streams[d], devices[d].done);
+  }
+}
+
+MultiDeviceCommunicator::MultiDeviceCommunicator(Context& context,
+                                                 std::vector<std::shared_ptr<DeviceLayer>> devices,
+                                                 PipelineOptions options)
+    : state_(std::make_unique<State>(context, std::move(devices), options)) {}
+
+MultiDeviceCommunicator::~MultiDeviceCommunicator() = default;
+
+Context& MultiDeviceCommunicator::context() const { return state_->context; }
+int MultiDeviceCommunicator::devices() const { return static_cast<int>(state_->devices.size()); }
+DeviceLayer& MultiDeviceCommunicator::layer(int device) const {
+  return *state_->devices.at(static_cast<size_t>(device)).layer;
+}
+
+void MultiDeviceCommunicator::synchronize() {
+  state_->lead->synchronize();
+  for (Device& device : state_->devices) device.layer->synchronize_stream(device.lane);
+}
+
+Work MultiDeviceCommunicator::allreduce(const std::vector<const void*>& inputs,
+                                        const std::vector<void*>& outputs, size_t count,
+                                        DataType type, ReduceOp op,
+                                        const std::vector<Stream>& streams,
+                                        const CollectiveOptions& options) {
+  const char* name = "cuda multi-device allreduce";
+  State& s = *state_;
+  check_op(name, s.context.rank(), type, op);
+  if (op == ReduceOp::kCustom) {
+    throw InvalidArgument(std::string(name) +
+                          ": a custom operation runs on the host; the local reduction runs on "
+                          "the devices (use one device per cuda::Communicator for it)");
+  }
+  const size_t bytes = checked_bytes(name, count, element_size(type), "the buffer");
+  s.check_pointers(name, inputs, bytes, "inputs");
+  s.check_pointers(name, outputs, bytes, "outputs");
+  s.check_streams(name, streams);
+  for (size_t d = 0; d < inputs.size(); ++d) {
+    check_overlap(name, inputs[d], bytes, "input", outputs[d], bytes, "output");
+  }
+  // kAvg: sums everywhere, one division by every contributor at the end.
+  const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const int contributors = s.context.size() * devices();
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.devices.size() > 1) s.reserve_scratch(bytes);
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  if (bytes > 0) {
+    if (inputs[0] != outputs[0]) first.copy_on_device(outputs[0], inputs[0], bytes, lane);
+    for (size_t d = 1; d < s.devices.size(); ++d) {
+      first.copy_on_device(s.scratch, inputs[d], bytes, lane);
+      first.reduce(outputs[0], s.scratch, count, type, combine, lane);
+    }
+  }
+  Work work = s.lead->allreduce(outputs[0], outputs[0], count, type, combine, lane, options);
+  if (op == ReduceOp::kAvg && count > 0) first.divide(outputs[0], count, type, contributors, lane);
+  s.fan_out(static_cast<std::byte*>(outputs[0]), 0, outputs, bytes, -1, false, streams);
+  return work;
+}
+
+Work MultiDeviceCommunicator::broadcast(const std::vector<void*>& data, size_t count, DataType type,
+                                        int root, int root_device,
+                                        const std::vector<Stream>& streams,
+                                        const CollectiveOptions& options) {
+  const char* name = "cuda multi-device broadcast";
+  State& s = *state_;
+  if (root_device < 0 || root_device >= devices()) {
+    throw InvalidArgument(std::string(name) + ": root device " + std::to_string(root_device) +
+                          " is not one of this communicator's " + std::to_string(devices()) +
+                          " devices");
+  }
+  const size_t bytes = checked_bytes(name, count, element_size(type), "the buffer");
+  s.check_pointers(name, data, bytes, "buffers");
+  s.check_streams(name, streams);
+  if (root < 0 || root >= s.context.size()) {
+    throw InvalidArgument(std::string(name) + ": root " + std::to_string(root) +
+                          " is not a rank of " + s.context.describe() + " (0.." +
+                          std::to_string(s.context.size() - 1) + ")");
+  }
+  const bool is_root = s.context.rank() == root;
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  if (is_root && root_device != 0 && bytes > 0) {
+    first.copy_on_device(data[0], data[static_cast<size_t>(root_device)], bytes, lane);
+  }
+  Work work = s.lead->broadcast(data[0], count, type, root, lane, options);
+  s.fan_out(static_cast<std::byte*>(data[0]), 0, data, bytes, is_root ? root_device : -1, false,
+            streams);
+  return work;
+}
+
+Work MultiDeviceCommunicator::allgather(const std::vector<const void*>& inputs,
+                                        const std::vector<void*>& outputs, size_t count,
+                                        DataType type, const std::vector<Stream>& streams,
+                                        const CollectiveOptions& options) {
+  const char* name = "cuda multi-device allgather";
+  State& s = *state_;
+  const size_t e = element_size(type);
+  const auto local = s.devices.size();
+  const auto everyone = static_cast<size_t>(s.context.size()) * local;
+  const size_t bytes = checked_bytes(name, count, e, "the input");
+  const size_t total =
+      checked_bytes(name, checked_bytes(name, count, everyone, "the output"), e, "the output");
+  s.check_pointers(name, inputs, bytes, "inputs");
+  s.check_pointers(name, outputs, total, "outputs");
+  s.check_streams(name, streams);
+  const size_t first_block = static_cast<size_t>(s.context.rank()) * local;
+  for (size_t d = 0; d < local; ++d) {
+    const std::byte* own = at(outputs[d], (first_block + d) * bytes);
+    if (inputs[d] != own)
+      check_overlap(name, inputs[d], bytes, "input", outputs[d], total, "output");
+  }
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  // This rank's D blocks, contiguous in the lead's output: the cross-rank allgather moves them
+  // as one block of D * count elements.
+  std::byte* mine = at(outputs[0], first_block * bytes);
+  for (size_t d = 0; d < local && bytes > 0; ++d) {
+    if (inputs[d] != mine + d * bytes)
+      first.copy_on_device(mine + d * bytes, inputs[d], bytes, lane);
+  }
+  Work work = s.lead->allgather(mine, outputs[0], count * local, type, lane, options);
+  s.fan_out(static_cast<std::byte*>(outputs[0]), 0, outputs, total, -1, false, streams);
+  return work;
+}
+
+Work MultiDeviceCommunicator::reduce_scatter(const std::vector<const void*>& inputs,
+                                             const std::vector<void*>& outputs, size_t recv_count,
+                                             DataType type, ReduceOp op,
+                                             const std::vector<Stream>& streams,
+                                             const CollectiveOptions& options) {
+  const char* name = "cuda multi-device reduce_scatter";
+  State& s = *state_;
+  check_op(name, s.context.rank(), type, op);
+  if (op == ReduceOp::kCustom) {
+    throw InvalidArgument(std::string(name) +
+                          ": a custom operation runs on the host; the local reduction runs on "
+                          "the devices (use one device per cuda::Communicator for it)");
+  }
+  const size_t e = element_size(type);
+  const auto local = s.devices.size();
+  const auto everyone = static_cast<size_t>(s.context.size()) * local;
+  const size_t bytes = checked_bytes(name, recv_count, e, "the output");
+  const size_t total =
+      checked_bytes(name, checked_bytes(name, recv_count, everyone, "the input"), e, "the input");
+  s.check_pointers(name, inputs, total, "inputs");
+  s.check_pointers(name, outputs, bytes, "outputs");
+  s.check_streams(name, streams);
+  for (size_t d = 0; d < local; ++d) {
+    check_overlap(name, inputs[d], total, "input", outputs[d], bytes, "output");
+  }
+  const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const auto contributors = static_cast<int>(everyone);
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Scratch: [local sum: total] [this rank's D result blocks: D * bytes] [another device's
+  // input: total, with D > 1].
+  s.reserve_scratch(total + local * bytes + (local > 1 ? total : 0));
+  std::byte* sum = s.scratch;
+  std::byte* result = s.scratch + total;
+  std::byte* other = result + local * bytes;
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  if (total > 0) {
+    first.copy_on_device(sum, inputs[0], total, lane);
+    for (size_t d = 1; d < local; ++d) {
+      first.copy_on_device(other, inputs[d], total, lane);
+      first.reduce(sum, other, recv_count * everyone, type, combine, lane);
+    }
+  }
+  // Rank r receives blocks r * D .. r * D + D - 1: one block of D * recv_count per rank.
+  Work work = s.lead->reduce_scatter(sum, result, recv_count * local, type, combine, lane, options);
+  if (op == ReduceOp::kAvg && recv_count > 0) {
+    first.divide(result, recv_count * local, type, contributors, lane);
+  }
+  if (bytes > 0) first.copy_on_device(outputs[0], result, bytes, lane);
+  s.fan_out(result, bytes, outputs, bytes, -1, true, streams);
+  return work;
+}
+
+namespace {
+
+// The blocking forms' last step: the host waits for what the call enqueued on every caller
+// stream (a fresh event each, so that no other call's capture counts).
+void wait_for_streams(MultiDeviceCommunicator& communicator, const Work& work,
+                      const std::vector<Stream>& streams) {
+  work.wait();
+  for (size_t d = 0; d < streams.size(); ++d) {
+    DeviceLayer& layer = communicator.layer(static_cast<int>(d));
+    Event event = layer.create_event();
+    try {
+      layer.record(event, streams[d]);
+      layer.synchronize_event(event);
+    } catch (...) {
+      layer.destroy_event(event);
+      throw;
+    }
+    layer.destroy_event(event);
+  }
+}
+
+}  // namespace
+
+void allreduce(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+               const std::vector<void*>& outputs, size_t count, DataType type, ReduceOp op,
+               const std::vector<Stream>& streams, const CollectiveOptions& options) {
+  wait_for_streams(communicator,
+                   communicator.allreduce(inputs, outputs, count, type, op, streams, options),
+                   streams);
+}
+void broadcast(MultiDeviceCommunicator& communicator, const std::vector<void*>& data, size_t count,
+               DataType type, int root, int root_device, const std::vector<Stream>& streams,
+               const CollectiveOptions& options) {
+  wait_for_streams(communicator,
+                   communicator.broadcast(data, count, type, root, root_device, streams, options),
+                   streams);
+}
+void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+               const std::vector<void*>& outputs, size_t count, DataType type,
+               const std::vector<Stream>& streams, const CollectiveOptions& options) {
+  wait_for_streams(communicator,
+                   communicator.allgather(inputs, outputs, count, type, streams, options), streams);
+}
+
+void reduce_scatter(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+                    const std::vector<void*>& outputs, size_t recv_count, DataType type,
+                    ReduceOp op, const std::vector<Stream>& streams,
+                    const CollectiveOptions& options) {
+  wait_for_streams(
+      communicator,
+      communicator.reduce_scatter(inputs, outputs, recv_count, type, op, streams, options),
+      streams);
+}
+
+}  // namespace gloo_lite::cuda
