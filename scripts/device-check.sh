@@ -128,9 +128,10 @@ common=(-w 2 -c 1 --size-time 0.1)
 if [ "$built" -eq 1 ]; then
   if [ "$tests" = ON ]; then
     # The pipeline cases fork their own ranks (each case has its P); all ranks use GPU 0.
-    # The kernels' host check (built with the CUDA layer only) rides with the P = 2 run.
+    # The kernels' host check (built with the CUDA layer only) and the several-GPUs-per-process
+    # cases (their "GPUs" all GPU 0 here) ride with the P = 2 run.
     step tests_p2 90 "$build/test/cuda/cuda_tests" \
-      --gtest_filter="$filter/Pipeline.*_P2:CudaKernelsOnHost*"
+      --gtest_filter="$filter/Pipeline.*_P2:CudaKernelsOnHost*:$filter/MultiDevice.*"
     step tests_p4 90 "$build/test/cuda/cuda_tests" --gtest_filter="$filter/Pipeline.*_P4"
   fi
   step copy_p1 40 "$runner" -n 1 -- "$bench" -m "$mode" --copy-limit "${sizes[@]}" \
