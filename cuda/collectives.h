@@ -23,9 +23,9 @@
 // that tag from another thread meanwhile). A call may come from any thread.
 //
 // Arguments follow gloo_lite/collectives.h (counts in elements, the same in-place rules, every
-// DataType incl. float16 and bfloat16, every ReduceOp; kCustom only with ReduceOn::kHost, since
-// the custom function runs on the host staging buffer). Invalid arguments throw
-// InvalidArgument from the call, before anything is enqueued.
+// DataType incl. float16 and bfloat16, every ReduceOp; kCustom not with ReduceOn::kDevice, since
+// the custom function runs on the host staging buffer; kAuto puts it on the host). Invalid
+// arguments throw InvalidArgument from the call, before anything is enqueued.
 #pragma once
 
 #include <cstddef>
