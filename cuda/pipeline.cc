@@ -95,8 +95,16 @@ Communicator::Engine::Engine(Context& context_in, std::shared_ptr<DeviceLayer> l
   // Before anything is allocated: a rank that fails here has nothing to free.
   Agreement mine;
   mine.gpudirect = gpudirect_possible(context, *layer);
-  if (options.reduce_on == ReduceOn::kAuto && context.size() > 1)
-    mine.speeds = measure_speeds(*layer);
+  if (options.reduce_on == ReduceOn::kAuto && context.size() > 1) {
+    // A failed measurement leaves the speeds unknown (kHost) rather than this rank out of the
+    // agreement, where the others would wait for it until the timeout.
+    try {
+      mine.speeds = measure_speeds(*layer);
+    } catch (const std::exception& e) {
+      LOG_WARN("cuda",
+               "measuring copy and reduction speeds failed, reducing on the host: " << e.what());
+    }
+  }
   agreement = agree(context, mine, options.setup_tag);
   lanes_.layer = layer.get();
   lanes_.slot_bytes = options.slot_bytes;

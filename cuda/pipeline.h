@@ -36,7 +36,7 @@ namespace gloo_lite::cuda {
 
 struct Slot {
   std::byte* host = nullptr;     // pinned, slot_bytes
-  std::byte* scratch = nullptr;  // device, slot_bytes (ReduceOn::kDevice only)
+  std::byte* scratch = nullptr;  // device, slot_bytes (ReduceOn::kDevice and kAuto only)
   Event staged = nullptr;
   Event drained = nullptr;
 };
