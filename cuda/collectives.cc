@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "cuda/gpudirect.h"
 #include "cuda/pipeline.h"
 #include "gloo_lite/argument_checks.h"
 
@@ -100,6 +101,11 @@ Communicator::~Communicator() = default;
 Context& Communicator::context() const { return engine_->context; }
 DeviceLayer& Communicator::layer() const { return *engine_->layer; }
 const PipelineOptions& Communicator::options() const { return engine_->options; }
+bool Communicator::gpudirect() const { return engine_->agreement.gpudirect; }
+bool Communicator::reduces_on_device(DataType type, ReduceOp op, size_t count) const {
+  return cuda::reduces_on_device(engine_->options.reduce_on, engine_->agreement, type, op, count,
+                                 engine_->context.size(), engine_->options.slot_bytes);
+}
 void Communicator::synchronize() { engine_->synchronize(); }
 
 Work Communicator::allreduce(const void* input, void* output, size_t count, DataType type,
@@ -112,7 +118,7 @@ Work Communicator::allreduce(const void* input, void* output, size_t count, Data
   check_pointer(name, output, bytes, "output");
   check_overlap(name, input, bytes, "input", output, bytes, "output");
   Context& context = engine_->context;
-  const bool on_device = engine_->options.reduce_on == ReduceOn::kDevice;
+  const bool on_device = reduces_on_device(type, op, count);
   auto body = [=, &context](Lanes& lanes) {
     const int ranks = context.size();
     const int rank = context.rank();
@@ -155,7 +161,9 @@ Work Communicator::broadcast(void* data, size_t count, DataType type, int root, 
   check_rank(name, context, root, "root");
   const size_t bytes = checked_bytes(name, count, e, "the buffer");
   check_pointer(name, data, bytes, "data");
+  const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
+    if (direct) return gpudirect_broadcast(lanes, context, data, bytes, root, options.tag);
     const bool is_root = context.rank() == root;
     const Chunking c = chunking(lanes, count, e, 1);
     ChunkSteps steps;
@@ -188,7 +196,7 @@ Work Communicator::reduce(const void* input, void* output, size_t count, DataTyp
     check_pointer(name, output, bytes, "output");
     check_overlap(name, input, bytes, "input", output, bytes, "output");
   }
-  const bool on_device = engine_->options.reduce_on == ReduceOn::kDevice;
+  const bool on_device = reduces_on_device(type, op, count);
   auto body = [=, &context](Lanes& lanes) {
     const int ranks = context.size();
     const int rank = context.rank();
@@ -234,7 +242,9 @@ Work Communicator::allgather(const void* input, void* output, size_t count, Data
   check_pointer(name, output, total, "output");
   const size_t own = static_cast<size_t>(context.rank()) * bytes;
   if (input != at(output, own)) check_overlap(name, input, bytes, "input", output, total, "output");
+  const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
+    if (direct) return gpudirect_allgather(lanes, context, input, output, bytes, options.tag);
     const auto rank = static_cast<size_t>(context.rank());
     const Chunking c = chunking(lanes, count, e, ranks);
     ChunkSteps steps;
@@ -334,7 +344,9 @@ Work Communicator::send(const void* data, size_t bytes, int peer, uint64_t tag, 
   Context& context = engine_->context;
   check_rank(name, context, peer, "peer");
   check_pointer(name, data, bytes, "data");
+  const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
+    if (direct) return gpudirect_send(lanes, context, data, bytes, peer, tag);
     const Chunking c = chunking(lanes, bytes, 1, 1);
     ChunkSteps steps;
     steps.chunks = c.chunks();
@@ -356,7 +368,9 @@ Work Communicator::recv(void* data, size_t bytes, int peer, uint64_t tag, Stream
   Context& context = engine_->context;
   check_rank(name, context, peer, "peer");
   check_pointer(name, data, bytes, "data");
+  const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
+    if (direct) return gpudirect_recv(lanes, context, data, bytes, peer, tag);
     const Chunking c = chunking(lanes, bytes, 1, 1);
     ChunkSteps steps;
     steps.chunks = c.chunks();

@@ -23,9 +23,9 @@
 // that tag from another thread meanwhile). A call may come from any thread.
 //
 // Arguments follow gloo_lite/collectives.h (counts in elements, the same in-place rules, every
-// DataType incl. float16 and bfloat16, every ReduceOp; kCustom only with ReduceOn::kHost, since
-// the custom function runs on the host staging buffer). Invalid arguments throw
-// InvalidArgument from the call, before anything is enqueued.
+// DataType incl. float16 and bfloat16, every ReduceOp; kCustom not with ReduceOn::kDevice, since
+// the custom function runs on the host staging buffer; kAuto puts it on the host). Invalid
+// arguments throw InvalidArgument from the call, before anything is enqueued.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +49,10 @@ enum class ReduceOn : uint8_t {
   // device scratch and combined there by kernels in rank order (the same bits on every rank).
   // Costs P times the wire bytes of a ring allreduce: for few ranks and slow host reductions.
   kDevice,
+  // Per call, by the cost formula of cuda/reduce_choice.h over speeds measured (or set by
+  // knobs) at the Communicator's creation and agreed by every rank: the same choice everywhere.
+  // kCustom always runs on the host.
+  kAuto,
 };
 
 struct PipelineOptions {
@@ -58,13 +62,18 @@ struct PipelineOptions {
   // / (P + 1) for reduce_scatter; / 2P for alltoall. Every rank must use the same options.
   size_t slot_bytes = size_t{4} << 20;
   int slots = 4;
-  ReduceOn reduce_on = ReduceOn::kHost;
+  ReduceOn reduce_on = ReduceOn::kAuto;
+  // The CPU-collective tag of the agreement the constructor runs (cuda/agreement.h); the rules
+  // of CollectiveOptions::tag apply (no other thread's collectives on it meanwhile).
+  uint16_t setup_tag = 0;
 };
 
 class Communicator {
  public:
-  // Allocates the staging pool (and, for ReduceOn::kDevice, device scratch of the same size) and
-  // starts the worker thread. The context must outlive the Communicator.
+  // Allocates the staging pool (and, for ReduceOn::kDevice and kAuto, device scratch of the same
+  // size) and starts the worker thread. The context must outlive the Communicator. Collective
+  // with more than one rank: every rank agrees on the GPUDirect path and, for kAuto, on the
+  // speeds (one small CPU allreduce on options.setup_tag, after measuring for a few ms).
   Communicator(Context& context, std::shared_ptr<DeviceLayer> layer, PipelineOptions options = {});
   // Waits for every call made, then frees the pool.
   ~Communicator();
@@ -74,6 +83,12 @@ class Communicator {
   Context& context() const;
   DeviceLayer& layer() const;
   const PipelineOptions& options() const;
+  // Whether send/recv, broadcast and allgather hand device memory to the transport
+  // (cuda/gpudirect.h; the same on every rank).
+  bool gpudirect() const;
+  // Whether allreduce / reduce of `count` elements would combine on the device (the same on
+  // every rank).
+  bool reduces_on_device(DataType type, ReduceOp op, size_t count) const;
 
   // Stream-ordered forms (see the top of this file). Device pointers throughout.
   Work allreduce(const void* input, void* output, size_t count, DataType type, ReduceOp op,

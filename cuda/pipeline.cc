@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "cuda/gpudirect.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/work_state.h"
 
@@ -91,6 +92,20 @@ Communicator::Engine::Engine(Context& context_in, std::shared_ptr<DeviceLayer> l
                           " is below the minimum of " + std::to_string(minimum) + " bytes for " +
                           std::to_string(context.size()) + " ranks");
   }
+  // Before anything is allocated: a rank that fails here has nothing to free.
+  Agreement mine;
+  mine.gpudirect = gpudirect_possible(context, *layer);
+  if (options.reduce_on == ReduceOn::kAuto && context.size() > 1) {
+    // A failed measurement leaves the speeds unknown (kHost) rather than this rank out of the
+    // agreement, where the others would wait for it until the timeout.
+    try {
+      mine.speeds = measure_speeds(*layer);
+    } catch (const std::exception& e) {
+      LOG_WARN("cuda",
+               "measuring copy and reduction speeds failed, reducing on the host: " << e.what());
+    }
+  }
+  agreement = agree(context, mine, options.setup_tag);
   lanes_.layer = layer.get();
   lanes_.slot_bytes = options.slot_bytes;
   // Everything is allocated here, once: a call allocates nothing.
@@ -103,7 +118,7 @@ Communicator::Engine::Engine(Context& context_in, std::shared_ptr<DeviceLayer> l
       slot.staged = layer->create_event();
       slot.drained = layer->create_event();
       slot.host = static_cast<std::byte*>(layer->allocate_pinned(options.slot_bytes));
-      if (options.reduce_on == ReduceOn::kDevice) {
+      if (options.reduce_on != ReduceOn::kHost) {
         slot.scratch = static_cast<std::byte*>(layer->allocate_device(options.slot_bytes));
       }
     }

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/agreement.h"
 #include "cuda/collectives.h"
 #include "cuda/device_layer.h"
 
@@ -35,7 +36,7 @@ namespace gloo_lite::cuda {
 
 struct Slot {
   std::byte* host = nullptr;     // pinned, slot_bytes
-  std::byte* scratch = nullptr;  // device, slot_bytes (ReduceOn::kDevice only)
+  std::byte* scratch = nullptr;  // device, slot_bytes (ReduceOn::kDevice and kAuto only)
   Event staged = nullptr;
   Event drained = nullptr;
 };
@@ -73,6 +74,7 @@ class Communicator::Engine {
   Context& context;
   const std::shared_ptr<DeviceLayer> layer;
   const PipelineOptions options;
+  Agreement agreement;  // set by the constructor, before the worker starts
 
  private:
   struct Job;

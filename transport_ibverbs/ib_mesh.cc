@@ -136,6 +136,10 @@ std::unique_ptr<transport::Memory> IbMesh::register_memory(void* data, size_t by
   return std::make_unique<IbMemory>(data, bytes, kind, &device_->cache());
 }
 
+bool IbMesh::can_register(transport::MemoryKind kind) const {
+  return kind == transport::MemoryKind::kHost || peer_memory_available();
+}
+
 bool IbMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
                         const Deadline& deadline, const Deadline& until) {
   const Deadline bound = until.earlier(deadline);

@@ -150,6 +150,8 @@ class IbMesh : public transport::MatchingMesh {
   // Lazy: ibv_reg_mr (through the device's cache) only once a rendezvous needs the keys.
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
+  // Host memory; CUDA memory where the peer-memory module is loaded (GPUDirect RDMA).
+  bool can_register(transport::MemoryKind kind) const override;
   // The waiting thread polls the CQ itself; it sleeps only when the CQ is empty.
   bool wait_until(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
                   const Deadline& until) override;

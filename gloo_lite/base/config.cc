@@ -229,6 +229,23 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_GAMMA_GBPS", "20",
        "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)",
        number(1e-6, 1e6)},
+      {"GLOO_LITE_CUDA_GPUDIRECT", "1",
+       "CUDA collectives: hand device memory straight to the transport (send/recv, broadcast, "
+       "allgather) where every pair can register it (ibverbs with nvidia_peermem); 0: always "
+       "stage through pinned host memory",
+       on_off()},
+      {"GLOO_LITE_CUDA_COPY_GBPS", "0",
+       "CUDA collectives: pinned host<->device copy bandwidth the reduction placement assumes, "
+       "GB/s (0: measured when a Communicator is created)",
+       number(0, 1e6)},
+      {"GLOO_LITE_CUDA_KERNEL_GBPS", "0",
+       "CUDA collectives: device reduction throughput the reduction placement assumes, GB/s of "
+       "input (0: measured when a Communicator is created)",
+       number(0, 1e6)},
+      {"GLOO_LITE_CUDA_HOST_REDUCE_GBPS", "0",
+       "CUDA collectives: CPU reduction throughput the reduction placement assumes, GB/s of "
+       "input (0: measured when a Communicator is created)",
+       number(0, 1e6)},
       {"GLOO_LITE_SIMD", "auto", "Reduction kernels: auto (by CPU features) or portable",
        one_of("auto portable")},
       {"GLOO_LITE_LOG", "warn", "Log level: error, warn, info, debug, trace",

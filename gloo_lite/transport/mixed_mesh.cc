@@ -302,6 +302,14 @@ std::unique_ptr<Memory> MixedMesh::register_memory(void* data, size_t bytes, Mem
   return memory;
 }
 
+bool MixedMesh::can_register(MemoryKind kind) const {
+  if (single_) return single_->can_register(kind);
+  for (const auto& sub : subs_) {
+    if (!sub->mesh->can_register(kind)) return false;
+  }
+  return true;
+}
+
 RequestPtr MixedMesh::send(int peer, uint64_t tag, const Memory& memory, size_t offset,
                            size_t bytes, uint64_t fingerprint) {
   if (single_) return single_->send(peer, tag, memory, offset, bytes, fingerprint);

@@ -84,6 +84,8 @@ class MixedMesh : public Mesh {
   void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                const Deadline& deadline) override;
   std::unique_ptr<Memory> register_memory(void* data, size_t bytes, MemoryKind kind) override;
+  // Only if every sub-mesh can: a call's memory may travel on any of them.
+  bool can_register(MemoryKind kind) const override;
   RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,
                   uint64_t fingerprint) override;
   RequestPtr recv(const std::vector<int>& peers, uint64_t tag, Memory& memory, size_t offset,

@@ -105,6 +105,11 @@ class Mesh {
 
   virtual std::unique_ptr<Memory> register_memory(void* data, size_t bytes,
                                                   MemoryKind kind = MemoryKind::kHost) = 0;
+  // Whether register_memory takes `kind` for every peer of this mesh, so that a caller may hand
+  // such memory to send/recv instead of staging it through host memory (the CUDA collectives'
+  // GPUDirect path, cuda/gpudirect.h). Host memory always; device memory only where the
+  // transport reaches it directly (ibverbs with the peer-memory module).
+  virtual bool can_register(MemoryKind kind) const { return kind == MemoryKind::kHost; }
 
   // Sends `bytes` from `memory` at `offset` to `peer` under `tag`, as part of the call
   // `fingerprint` (kUnchecked: none).
