@@ -378,11 +378,12 @@ typedef struct gloo_lite_cuda_comm gloo_lite_cuda_comm_t;
 /* gloo_lite_cuda_comm_create's `device` for the host stand-in layer. */
 #define GLOO_LITE_CUDA_HOST_STAND_IN (-1)
 
-/* Staging pipeline options; NULL or zero fields: defaults (4 slots of 4 MiB, host reduction). */
+/* Staging pipeline options; NULL or zero fields: defaults (4 slots of 4 MiB; where received chunks
+ * are combined chosen per call from speeds measured and agreed at creation, docs/cuda.md). */
 typedef struct gloo_lite_cuda_options {
   size_t slot_bytes;    /* bytes per pinned staging slot */
   int slots;            /* number of slots (at least 2) */
-  int reduce_on_device; /* non-zero: combine received chunks with device kernels */
+  int reduce_on_device; /* non-zero: always combine received chunks with device kernels */
   int64_t max_delay_us; /* host stand-in only: maximum injected delay per stream operation */
 } gloo_lite_cuda_options_t;
 
