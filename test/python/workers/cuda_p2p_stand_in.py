@@ -59,6 +59,31 @@ for ordered in (False, True):
         checks += 3
 comm.synchronize()
 
+# Every pair exchanges 1 MiB (rendezvous-sized chunks of 256 KiB, far above the eager size) in
+# the order the torch backend's gather/scatter/all_to_all use: peers in rank order, receiving
+# first from lower ranks and sending first to higher ones. The calls of a communicator run one
+# at a time, so this order is what keeps the ranks from waiting on each other.
+big = gloo_lite.CudaCommunicator(ctx, "host-stand-in", slot_bytes=1 << 18, slots=3,
+                                 max_delay_us=50)
+big_stream = big.create_stream()
+got = {p: device(np.zeros(1 << 18, np.float32)) for p in range(P) if p != R}
+works = []  # each holds its array until the call is done
+for p in got:
+    mine = device(np.resize(message(R, p, 7, np.float32), 1 << 18))
+    steps = [(big.recv, got[p]), (big.send, mine)] if p < R else \
+        [(big.send, mine), (big.recv, got[p])]
+    for method, array in steps:
+        works.append(method(array, p, 7, stream=big_stream, async_op=True))
+big.synchronize_stream(big_stream)
+for work in works:
+    work.wait()
+for p in got:
+    same(got[p].host, np.resize(message(p, R, 7, np.float32), 1 << 18),
+         f"1 MiB from rank {p} in pair order (host stand-in)")
+    checks += 1
+big.destroy_stream(big_stream)
+big.close()
+
 
 def raises(exception, needle, call):
     try:
