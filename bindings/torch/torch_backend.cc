@@ -186,6 +186,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce_coalesced(
     Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   return torch_errors([&] {
     if (tensors.empty()) throw InvalidArgument("allreduce_coalesced: got no tensors");
+    if (on_cuda(tensors)) return cuda_allreduce_coalesced(tensors, opts);
     check_same_type("allreduce_coalesced", tensors[0], tensors);
     Reduction reduction = reduction_of("allreduce_coalesced", tensors[0], opts.reduceOp);
     at::Tensor flat = flatten(tensors);

@@ -129,6 +129,8 @@ class TorchBackend : public ::c10d::Backend {
   // on torch's current stream of the tensors' device.
   c10::intrusive_ptr<Work> cuda_allreduce(const at::Tensor& tensor,
                                           const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<Work> cuda_allreduce_coalesced(const Tensors& tensors,
+                                                    const ::c10d::AllreduceCoalescedOptions& opts);
   c10::intrusive_ptr<Work> cuda_broadcast(const at::Tensor& tensor,
                                           const ::c10d::BroadcastOptions& opts);
   c10::intrusive_ptr<Work> cuda_reduce(const at::Tensor& tensor, const ::c10d::ReduceOptions& opts);

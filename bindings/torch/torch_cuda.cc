@@ -32,6 +32,19 @@ void check_cuda_like(const char* collective, const at::Tensor& output, const at:
   }
 }
 
+void check_same_cuda(const char* collective, const at::Tensor& like,
+                     const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    check_cuda_dense(collective, tensor);
+    if (tensor.scalar_type() != like.scalar_type() || tensor.device() != like.device()) {
+      throw InvalidArgument(
+          std::string(collective) + ": the tensors of one call must share dtype " +
+          "and device; got " + dtype_name(like.scalar_type()) + " on " + like.device().str() +
+          " and " + dtype_name(tensor.scalar_type()) + " on " + tensor.device().str());
+    }
+  }
+}
+
 cuda::Communicator& TorchBackend::cuda_communicator(const c10::Device& device) {
   std::lock_guard<std::mutex> lock(cuda_mutex_);
   auto& slot = cuda_[device.index()];
@@ -60,6 +73,33 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allreduce(
               .allreduce(data, data, staged.flat.numel() * reduction.per_element, reduction.type,
                          reduction.op, current_stream(tensor.device()), copts);
       if (staged.copied) staged.finish_output();
+      return std::vector<gloo_lite::Work>{std::move(work)};
+    });
+  });
+}
+
+// The tensors flattened into one (a torch copy on the stream), allreduced in place, and copied
+// back on the stream.
+c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allreduce_coalesced(
+    const Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  return torch_errors([&] {
+    const char* collective = "allreduce_coalesced";
+    check_same_cuda(collective, tensors[0], tensors);
+    Reduction reduction = reduction_of(collective, tensors[0], opts.reduceOp);
+    at::Tensor flat = flatten(tensors);
+    premultiply(reduction, flat);
+    auto copts = options(opts.timeout);
+    copts.tag = kCudaTag;
+    Call call{
+        OpType::ALLREDUCE_COALESCED, "gloo_lite:all_reduce_coalesced", tensors, {flat}, nullptr};
+    call.devices = {tensors[0].device()};
+    return launch(std::move(call), [&] {
+      void* data = flat.data_ptr();
+      gloo_lite::Work work =
+          cuda_communicator(tensors[0].device())
+              .allreduce(data, data, flat.numel() * reduction.per_element, reduction.type,
+                         reduction.op, current_stream(tensors[0].device()), copts);
+      unflatten(flat, tensors);
       return std::vector<gloo_lite::Work>{std::move(work)};
     });
   });

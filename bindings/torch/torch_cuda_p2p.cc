@@ -40,19 +40,6 @@ at::Tensor byte_block(const at::Tensor& flat, size_t offset, size_t bytes) {
   return flat.view(at::kByte).narrow(0, static_cast<int64_t>(offset), static_cast<int64_t>(bytes));
 }
 
-void check_same_cuda(const char* collective, const at::Tensor& like,
-                     const std::vector<at::Tensor>& tensors) {
-  for (const at::Tensor& tensor : tensors) {
-    check_cuda_dense(collective, tensor);
-    if (tensor.scalar_type() != like.scalar_type() || tensor.device() != like.device()) {
-      throw InvalidArgument(
-          std::string(collective) + ": the tensors of one call must share dtype " +
-          "and device; got " + dtype_name(like.scalar_type()) + " on " + like.device().str() +
-          " and " + dtype_name(tensor.scalar_type()) + " on " + tensor.device().str());
-    }
-  }
-}
-
 // Byte offsets of consecutive blocks of `bytes`.
 std::vector<size_t> offsets_of(const std::vector<size_t>& bytes) {
   std::vector<size_t> offsets(bytes.size(), 0);

@@ -11,6 +11,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "cuda/device_layer.h"
 
@@ -29,5 +30,9 @@ inline cuda::Stream current_stream(const c10::Device& device) {
 // `numel` elements (`what` says where the number comes from).
 void check_cuda_like(const char* collective, const at::Tensor& output, const at::Tensor& input,
                      int64_t numel, const char* what);
+
+// Throws ValueError unless every tensor is a dense CUDA tensor of `like`'s dtype and device.
+void check_same_cuda(const char* collective, const at::Tensor& like,
+                     const std::vector<at::Tensor>& tensors);
 
 }  // namespace gloo_lite::torch_backend

@@ -1,6 +1,6 @@
 """Under torchrun on one GPU: the CUDA tensor calls built on gloo_lite::cuda's send/recv (send,
-recv, gather, scatter, all_to_all, all_to_all_single with split sizes) and all_to_all_single
-without them (gloo_lite::cuda's alltoall), against references computed on the CPU from what
+recv, gather, scatter, all_to_all, all_to_all_single with split sizes), all_to_all_single
+without them (gloo_lite::cuda's alltoall) and all_reduce_coalesced, against references computed on the CPU from what
 every rank sent. Messages of 4 MiB (far above the eager size) exercise the transfer order, and
 results are used on the current stream with no host wait in between."""
 
@@ -91,6 +91,17 @@ for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.int16):
     dist.all_to_all(outs, ins)
     for i in range(P):
         same(outs[i], data(i, rank, rows(i, rank) * 2, dtype), f"all_to_all from {i} {dtype}")
+
+# all_reduce_coalesced (one flat allreduce, copied back on the stream), where torch still has it.
+if hasattr(dist, "all_reduce_coalesced"):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in torch 2.x
+        ts = [data(rank, 0, n, torch.float32).to(device) for n in (1000, 1, 300_000)]
+        dist.all_reduce_coalesced(ts)
+    for t, n in zip(ts, (1000, 1, 300_000)):
+        same(t, sum(data(r, 0, n, torch.float32) for r in range(P)), f"all_reduce_coalesced {n}")
 
 # Errors name the call.
 try:
