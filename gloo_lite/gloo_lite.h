@@ -457,6 +457,24 @@ gloo_lite_result_t gloo_lite_cuda_ialltoall(gloo_lite_cuda_comm_t* comm, const v
                                             void* stream, const gloo_lite_options_t* options,
                                             gloo_lite_work_t** work);
 
+/* Point-to-point on device memory: `bytes` bytes to or from `peer`, with the host point-to-point
+ * tags (0 <= tag < 2^63). A send matches the receive of the same (peer, tag) in order; both run
+ * in the communicator's call order, so a rank that sends and receives a message larger than the
+ * transport's eager size (64 KiB over TCP) to a peer that does the same must order the two
+ * opposite to its peer (lower rank sends first), or the two sends wait for each other. A
+ * receive of another size than the send fails on both ranks (GLOO_LITE_ERR_MISMATCH) when the
+ * sizes differ within the last staging slot; see docs/cuda.md. */
+gloo_lite_result_t gloo_lite_cuda_send(gloo_lite_cuda_comm_t* comm, int peer, const void* data,
+                                       size_t bytes, uint64_t tag, void* stream);
+gloo_lite_result_t gloo_lite_cuda_isend(gloo_lite_cuda_comm_t* comm, int peer, const void* data,
+                                        size_t bytes, uint64_t tag, void* stream,
+                                        gloo_lite_work_t** work);
+gloo_lite_result_t gloo_lite_cuda_recv(gloo_lite_cuda_comm_t* comm, int peer, void* data,
+                                       size_t bytes, uint64_t tag, void* stream);
+gloo_lite_result_t gloo_lite_cuda_irecv(gloo_lite_cuda_comm_t* comm, int peer, void* data,
+                                        size_t bytes, uint64_t tag, void* stream,
+                                        gloo_lite_work_t** work);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

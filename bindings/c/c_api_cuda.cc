@@ -90,6 +90,16 @@ Work start_alltoall(bool blocking, Comm c, const void* in, void* out, size_t n, 
   return finish(blocking, comm_of(c).alltoall(in, out, n, type_of(t), s, options_of(o)));
 }
 
+// Point-to-point: the tag is checked here (the C++ API takes any uint64_t and leaves the check to
+// the transport), so that a tag in the collectives' half fails at the call, naming it.
+Work start_send(bool blocking, Comm c, int peer, const void* data, size_t bytes, uint64_t tag,
+                void* s) {
+  return finish(blocking, comm_of(c).send(data, bytes, peer, p2p_tag_of(tag), s));
+}
+Work start_recv(bool blocking, Comm c, int peer, void* data, size_t bytes, uint64_t tag, void* s) {
+  return finish(blocking, comm_of(c).recv(data, bytes, peer, p2p_tag_of(tag), s));
+}
+
 // The stream-ordered forms' work out-pointer is optional (the stream carries the order);
 // run_nonblocking requires one, so a NULL one gets a handle that is dropped here.
 template <typename Start, typename... Args>
@@ -203,6 +213,24 @@ gloo_lite_result_t gloo_lite_cuda_alltoall(Comm c, const void* in, void* out, si
 gloo_lite_result_t gloo_lite_cuda_ialltoall(Comm c, const void* in, void* out, size_t n, Type t,
                                             void* s, Opts o, gloo_lite_work_t** w) {
   return run_stream_ordered(__func__, w, start_alltoall, c, in, out, n, t, s, o);
+}
+
+gloo_lite_result_t gloo_lite_cuda_send(Comm c, int peer, const void* data, size_t bytes,
+                                       uint64_t tag, void* s) {
+  return run_blocking(__func__, start_send, c, peer, data, bytes, tag, s);
+}
+gloo_lite_result_t gloo_lite_cuda_isend(Comm c, int peer, const void* data, size_t bytes,
+                                        uint64_t tag, void* s, gloo_lite_work_t** w) {
+  return run_stream_ordered(__func__, w, start_send, c, peer, data, bytes, tag, s);
+}
+
+gloo_lite_result_t gloo_lite_cuda_recv(Comm c, int peer, void* data, size_t bytes, uint64_t tag,
+                                       void* s) {
+  return run_blocking(__func__, start_recv, c, peer, data, bytes, tag, s);
+}
+gloo_lite_result_t gloo_lite_cuda_irecv(Comm c, int peer, void* data, size_t bytes, uint64_t tag,
+                                        void* s, gloo_lite_work_t** w) {
+  return run_stream_ordered(__func__, w, start_recv, c, peer, data, bytes, tag, s);
 }
 
 }  // extern "C"

@@ -33,13 +33,6 @@ void finish_staged(std::function<void()>& finish_step, const Staged& staged) {
   if (staged.copied) then(finish_step, [staged] { staged.finish_output(); });
 }
 
-void check_root(const char* collective, int64_t root, int size) {
-  if (root < 0 || root >= size) {
-    throw InvalidArgument(std::string(collective) + ": root rank " + std::to_string(root) +
-                          " is outside the group of " + std::to_string(size) + " ranks");
-  }
-}
-
 void check_same_type(const char* collective, const at::Tensor& like,
                      const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& tensor : tensors) {
@@ -49,20 +42,6 @@ void check_same_type(const char* collective, const at::Tensor& like,
                             "got " + dtype_name(like.scalar_type()) + " and " +
                             dtype_name(tensor.scalar_type()));
     }
-  }
-}
-
-// gloo_lite elements per tensor element for a data-moving call (bytes for types gloo_lite
-// does not have).
-size_t moved_scale(const at::Tensor& tensor) {
-  return moved_elements(tensor).type == DataType::kUint8 ? tensor.element_size() : 1;
-}
-
-void check_list_size(const char* collective, size_t got, int size, const char* what) {
-  if (got != static_cast<size_t>(size)) {
-    throw InvalidArgument(std::string(collective) + ": " + what +
-                          " must hold one tensor per rank (" + std::to_string(size) + "), got " +
-                          std::to_string(got));
   }
 }
 
@@ -207,6 +186,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allreduce_coalesced(
     Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   return torch_errors([&] {
     if (tensors.empty()) throw InvalidArgument("allreduce_coalesced: got no tensors");
+    if (on_cuda(tensors)) return cuda_allreduce_coalesced(tensors, opts);
     check_same_type("allreduce_coalesced", tensors[0], tensors);
     Reduction reduction = reduction_of("allreduce_coalesced", tensors[0], opts.reduceOp);
     at::Tensor flat = flatten(tensors);
@@ -390,6 +370,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::allgather_coalesced(
 c10::intrusive_ptr<::c10d::Work> TorchBackend::gather(TensorLists& outputs, Tensors& inputs,
                                                       const ::c10d::GatherOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(inputs)) return cuda_gather(outputs, single_cuda_tensor("gather", inputs), opts);
     const at::Tensor& input = single_tensor("gather", inputs);
     check_root("gather", opts.rootRank, size_);
     const int root = static_cast<int>(opts.rootRank);
@@ -425,6 +406,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::gather(TensorLists& outputs, Tens
 c10::intrusive_ptr<::c10d::Work> TorchBackend::scatter(Tensors& outputs, TensorLists& inputs,
                                                        const ::c10d::ScatterOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(outputs)) return cuda_scatter(single_cuda_tensor("scatter", outputs), inputs, opts);
     const at::Tensor& output = single_tensor("scatter", outputs);
     check_root("scatter", opts.rootRank, size_);
     const int root = static_cast<int>(opts.rootRank);
@@ -548,51 +530,13 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::reduce_scatter_tensor_coalesced(
   });
 }
 
-namespace {
-
-// Element counts per rank from torch's split sizes (rows of dimension 0); equal blocks when
-// `splits` is empty.
-std::vector<size_t> split_counts(const char* what, const at::Tensor& tensor,
-                                 const std::vector<int64_t>& splits, int size, size_t scale) {
-  const int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  const int64_t row_elements = rows == 0 ? 0 : tensor.numel() / rows;
-  std::vector<size_t> counts(size);
-  if (splits.empty()) {
-    if (rows % size != 0) {
-      throw InvalidArgument(std::string("all_to_all_single: the ") + what + "'s " +
-                            std::to_string(rows) + " rows do not split evenly over " +
-                            std::to_string(size) + " ranks (pass split sizes)");
-    }
-    for (auto& count : counts) count = (rows / size) * row_elements * scale;
-    return counts;
-  }
-  if (splits.size() != static_cast<size_t>(size)) {
-    throw InvalidArgument(std::string("all_to_all_single: ") + what + " split sizes name " +
-                          std::to_string(splits.size()) + " ranks, the group has " +
-                          std::to_string(size));
-  }
-  int64_t total = 0;
-  for (int r = 0; r < size; ++r) {
-    if (splits[r] < 0) {
-      throw InvalidArgument(std::string("all_to_all_single: a negative ") + what + " split size");
-    }
-    total += splits[r];
-    counts[r] = static_cast<size_t>(splits[r] * row_elements) * scale;
-  }
-  if (total != rows) {
-    throw InvalidArgument(std::string("all_to_all_single: the ") + what +
-                          " split sizes add up to " + std::to_string(total) + " rows, the " + what +
-                          " has " + std::to_string(rows));
-  }
-  return counts;
-}
-
-}  // namespace
-
 c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes, const ::c10d::AllToAllOptions& opts) {
   return torch_errors([&] {
+    if (input.defined() && input.is_cuda()) {
+      return cuda_alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+    }
     check_cpu_dense("all_to_all_single", input);
     check_same_type("all_to_all_single", input, {output});
     const size_t scale = moved_scale(input);
@@ -619,6 +563,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall_base(
 c10::intrusive_ptr<::c10d::Work> TorchBackend::alltoall(Tensors& outputs, Tensors& inputs,
                                                         const ::c10d::AllToAllOptions& opts) {
   return torch_errors([&] {
+    if (on_cuda(inputs)) return cuda_alltoall(outputs, inputs, opts);
     check_list_size("all_to_all", inputs.size(), size_, "the input list");
     check_list_size("all_to_all", outputs.size(), size_, "the output list");
     check_same_type("all_to_all", inputs[0], inputs);
@@ -658,20 +603,9 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::barrier(const ::c10d::BarrierOpti
   });
 }
 
-namespace {
-
-uint64_t p2p_tag(const char* what, int tag) {
-  if (tag < 0) {
-    throw InvalidArgument(std::string(what) + ": tag " + std::to_string(tag) +
-                          " is negative; gloo_lite's point-to-point tags are 0 and up");
-  }
-  return static_cast<uint64_t>(tag);
-}
-
-}  // namespace
-
 c10::intrusive_ptr<::c10d::Work> TorchBackend::send(Tensors& tensors, int dst_rank, int tag) {
   return torch_errors([&] {
+    if (on_cuda(tensors)) return cuda_send(single_cuda_tensor("send", tensors), dst_rank, tag);
     const at::Tensor& tensor = single_tensor("send", tensors);
     Staged in(tensor);
     Call call{OpType::SEND, "gloo_lite:send", {tensor}, {in.flat}, nullptr, true};
@@ -686,6 +620,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::send(Tensors& tensors, int dst_ra
 
 c10::intrusive_ptr<::c10d::Work> TorchBackend::recv(Tensors& tensors, int src_rank, int tag) {
   return torch_errors([&] {
+    if (on_cuda(tensors)) return cuda_recv(single_cuda_tensor("recv", tensors), src_rank, tag);
     const at::Tensor& tensor = single_tensor("recv", tensors);
     Staged out(tensor);
     Call call{OpType::RECV, "gloo_lite:recv", {tensor}, {out.flat}, nullptr, true};

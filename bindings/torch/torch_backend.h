@@ -129,6 +129,8 @@ class TorchBackend : public ::c10d::Backend {
   // on torch's current stream of the tensors' device.
   c10::intrusive_ptr<Work> cuda_allreduce(const at::Tensor& tensor,
                                           const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<Work> cuda_allreduce_coalesced(const Tensors& tensors,
+                                                    const ::c10d::AllreduceCoalescedOptions& opts);
   c10::intrusive_ptr<Work> cuda_broadcast(const at::Tensor& tensor,
                                           const ::c10d::BroadcastOptions& opts);
   c10::intrusive_ptr<Work> cuda_reduce(const at::Tensor& tensor, const ::c10d::ReduceOptions& opts);
@@ -137,6 +139,30 @@ class TorchBackend : public ::c10d::Backend {
                                           const ::c10d::AllgatherOptions& opts);
   c10::intrusive_ptr<Work> cuda_reduce_scatter(const at::Tensor& output, const at::Tensor& input,
                                                const ::c10d::ReduceScatterOptions& opts);
+  // Moves blocks[p] of `sends` to peer p and receives `recvs`' from it, one send or receive
+  // per non-empty block, in the order that cannot deadlock (torch_cuda_p2p.cc); `after` (torch
+  // ops on the stream that put results in place) is enqueued behind the last of them.
+  struct CudaBlock {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  c10::intrusive_ptr<Work> cuda_exchange(Call call, const c10::Device& device,
+                                         std::vector<CudaBlock> sends, std::vector<CudaBlock> recvs,
+                                         std::function<void()> after);
+  // torch_cuda_p2p.cc: point-to-point, and the collectives gloo_lite::cuda has no call for
+  // (gather, scatter, uneven all_to_all) built from its send/recv.
+  c10::intrusive_ptr<Work> cuda_send(const at::Tensor& tensor, int peer, int tag);
+  c10::intrusive_ptr<Work> cuda_recv(const at::Tensor& tensor, int peer, int tag);
+  c10::intrusive_ptr<Work> cuda_gather(const TensorLists& outputs, const at::Tensor& input,
+                                       const ::c10d::GatherOptions& opts);
+  c10::intrusive_ptr<Work> cuda_scatter(const at::Tensor& output, const TensorLists& inputs,
+                                        const ::c10d::ScatterOptions& opts);
+  c10::intrusive_ptr<Work> cuda_alltoall_base(const at::Tensor& output, const at::Tensor& input,
+                                              const std::vector<int64_t>& output_split_sizes,
+                                              const std::vector<int64_t>& input_split_sizes,
+                                              const ::c10d::AllToAllOptions& opts);
+  c10::intrusive_ptr<Work> cuda_alltoall(const Tensors& outputs, const Tensors& inputs,
+                                         const ::c10d::AllToAllOptions& opts);
   // The gloo_lite::cuda communicator of `device` (made on first use; cuda::Unavailable without
   // CUDA in this build or without a usable GPU).
   cuda::Communicator& cuda_communicator(const c10::Device& device);

@@ -6,34 +6,21 @@
 // themselves. The TorchWork finishes when the stream has been let go; its future records its
 // events on the outputs' device, so DDP's comm hooks and wait() order their streams after it.
 //
-// The stream comes from c10's device-generic stream API (Stream::native_handle), not from
-// c10::cuda: the extension then builds against any torch, CUDA or not, and needs no CUDA
-// headers. Without CUDA in gloo_lite's build, or without a usable GPU, a CUDA tensor's call
-// fails with gloo_lite's reason (cuda::Unavailable).
-#include <c10/core/impl/VirtualGuardImpl.h>
-
+// The stream is torch's current one (torch_cuda_support.h). Without CUDA in gloo_lite's build, or
+// without a usable GPU, a CUDA tensor's call fails with gloo_lite's reason (cuda::Unavailable).
 #include <string>
 
 #include "bindings/torch/torch_backend.h"
+#include "bindings/torch/torch_cuda_support.h"
 #include "bindings/torch/torch_errors.h"
 #include "bindings/torch/torch_tensors.h"
 
 namespace gloo_lite::torch_backend {
-namespace {
 
 using ::c10d::OpType;
 
-// The CUDA calls of a backend run on their own tag of its context (a CPU barrier on the same
-// context, tag 0, may run meanwhile).
-constexpr uint16_t kCudaTag = 1;
-
-cuda::Stream current_stream(const c10::Device& device) {
-  c10::impl::VirtualGuardImpl guard(device.type());
-  return guard.getStream(device).native_handle();
-}
-
-void check_like(const char* collective, const at::Tensor& output, const at::Tensor& input,
-                int64_t numel, const char* what) {
+void check_cuda_like(const char* collective, const at::Tensor& output, const at::Tensor& input,
+                     int64_t numel, const char* what) {
   check_cuda_dense(collective, output);
   if (output.scalar_type() != input.scalar_type() || output.numel() != numel ||
       output.device() != input.device()) {
@@ -45,7 +32,18 @@ void check_like(const char* collective, const at::Tensor& output, const at::Tens
   }
 }
 
-}  // namespace
+void check_same_cuda(const char* collective, const at::Tensor& like,
+                     const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    check_cuda_dense(collective, tensor);
+    if (tensor.scalar_type() != like.scalar_type() || tensor.device() != like.device()) {
+      throw InvalidArgument(
+          std::string(collective) + ": the tensors of one call must share dtype " +
+          "and device; got " + dtype_name(like.scalar_type()) + " on " + like.device().str() +
+          " and " + dtype_name(tensor.scalar_type()) + " on " + tensor.device().str());
+    }
+  }
+}
 
 cuda::Communicator& TorchBackend::cuda_communicator(const c10::Device& device) {
   std::lock_guard<std::mutex> lock(cuda_mutex_);
@@ -75,6 +73,33 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allreduce(
               .allreduce(data, data, staged.flat.numel() * reduction.per_element, reduction.type,
                          reduction.op, current_stream(tensor.device()), copts);
       if (staged.copied) staged.finish_output();
+      return std::vector<gloo_lite::Work>{std::move(work)};
+    });
+  });
+}
+
+// The tensors flattened into one (a torch copy on the stream), allreduced in place, and copied
+// back on the stream.
+c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allreduce_coalesced(
+    const Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  return torch_errors([&] {
+    const char* collective = "allreduce_coalesced";
+    check_same_cuda(collective, tensors[0], tensors);
+    Reduction reduction = reduction_of(collective, tensors[0], opts.reduceOp);
+    at::Tensor flat = flatten(tensors);
+    premultiply(reduction, flat);
+    auto copts = options(opts.timeout);
+    copts.tag = kCudaTag;
+    Call call{
+        OpType::ALLREDUCE_COALESCED, "gloo_lite:all_reduce_coalesced", tensors, {flat}, nullptr};
+    call.devices = {tensors[0].device()};
+    return launch(std::move(call), [&] {
+      void* data = flat.data_ptr();
+      gloo_lite::Work work =
+          cuda_communicator(tensors[0].device())
+              .allreduce(data, data, flat.numel() * reduction.per_element, reduction.type,
+                         reduction.op, current_stream(tensors[0].device()), copts);
+      unflatten(flat, tensors);
       return std::vector<gloo_lite::Work>{std::move(work)};
     });
   });
@@ -143,7 +168,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allgather(
     check_cuda_dense(collective, input);
     const int64_t total = input.numel() * size_;
     if (output.defined()) {
-      check_like(collective, output, input, total, "the input's times the group size");
+      check_cuda_like(collective, output, input, total, "the input's times the group size");
     } else {
       if (output_list.size() != static_cast<size_t>(size_)) {
         throw InvalidArgument(
@@ -151,7 +176,7 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_allgather(
             std::to_string(size_) + "), got " + std::to_string(output_list.size()));
       }
       for (const at::Tensor& t : output_list) {
-        check_like(collective, t, input, input.numel(), "the input's");
+        check_cuda_like(collective, t, input, input.numel(), "the input's");
       }
     }
     Staged in(input);
@@ -189,8 +214,8 @@ c10::intrusive_ptr<::c10d::Work> TorchBackend::cuda_reduce_scatter(
                             std::to_string(input.numel()) + " elements are not a multiple of the " +
                             std::to_string(size_) + " ranks");
     }
-    check_like(collective, output, input, input.numel() / size_,
-               "the input's divided by the group size");
+    check_cuda_like(collective, output, input, input.numel() / size_,
+                    "the input's divided by the group size");
     Reduction reduction = reduction_of(collective, input, opts.reduceOp);
     Staged in(input), out(output);
     at::Tensor source = reduction.premultiply ? in.flat.clone() : in.flat;

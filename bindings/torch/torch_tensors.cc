@@ -323,4 +323,70 @@ at::Tensor flat_like(const at::Tensor& like, int64_t count) {
   return at::empty({count}, like.options().memory_format(at::MemoryFormat::Contiguous));
 }
 
+void check_root(const char* collective, int64_t root, int size) {
+  if (root < 0 || root >= size) {
+    throw InvalidArgument(std::string(collective) + ": root rank " + std::to_string(root) +
+                          " is outside the group of " + std::to_string(size) + " ranks");
+  }
+}
+
+// gloo_lite elements per tensor element for a data-moving call (bytes for types gloo_lite
+// does not have).
+size_t moved_scale(const at::Tensor& tensor) {
+  return moved_elements(tensor).type == DataType::kUint8 ? tensor.element_size() : 1;
+}
+
+void check_list_size(const char* collective, size_t got, int size, const char* what) {
+  if (got != static_cast<size_t>(size)) {
+    throw InvalidArgument(std::string(collective) + ": " + what +
+                          " must hold one tensor per rank (" + std::to_string(size) + "), got " +
+                          std::to_string(got));
+  }
+}
+
+// Element counts per rank from torch's split sizes (rows of dimension 0); equal blocks when
+// `splits` is empty.
+std::vector<size_t> split_counts(const char* what, const at::Tensor& tensor,
+                                 const std::vector<int64_t>& splits, int size, size_t scale) {
+  const int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  const int64_t row_elements = rows == 0 ? 0 : tensor.numel() / rows;
+  std::vector<size_t> counts(size);
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      throw InvalidArgument(std::string("all_to_all_single: the ") + what + "'s " +
+                            std::to_string(rows) + " rows do not split evenly over " +
+                            std::to_string(size) + " ranks (pass split sizes)");
+    }
+    for (auto& count : counts) count = (rows / size) * row_elements * scale;
+    return counts;
+  }
+  if (splits.size() != static_cast<size_t>(size)) {
+    throw InvalidArgument(std::string("all_to_all_single: ") + what + " split sizes name " +
+                          std::to_string(splits.size()) + " ranks, the group has " +
+                          std::to_string(size));
+  }
+  int64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    if (splits[r] < 0) {
+      throw InvalidArgument(std::string("all_to_all_single: a negative ") + what + " split size");
+    }
+    total += splits[r];
+    counts[r] = static_cast<size_t>(splits[r] * row_elements) * scale;
+  }
+  if (total != rows) {
+    throw InvalidArgument(std::string("all_to_all_single: the ") + what +
+                          " split sizes add up to " + std::to_string(total) + " rows, the " + what +
+                          " has " + std::to_string(rows));
+  }
+  return counts;
+}
+
+uint64_t p2p_tag(const char* what, int tag) {
+  if (tag < 0) {
+    throw InvalidArgument(std::string(what) + ": tag " + std::to_string(tag) +
+                          " is negative; gloo_lite's point-to-point tags are 0 and up");
+  }
+  return static_cast<uint64_t>(tag);
+}
+
 }  // namespace gloo_lite::torch_backend

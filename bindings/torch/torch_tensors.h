@@ -78,4 +78,17 @@ void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& into);
 // An uninitialised 1-D tensor of `count` elements like `like`.
 at::Tensor flat_like(const at::Tensor& like, int64_t count);
 
+// The checks and counts the CPU and CUDA paths share (ValueError naming the collective).
+void check_root(const char* collective, int64_t root, int size);
+void check_list_size(const char* collective, size_t got, int size, const char* what);
+// gloo_lite elements per tensor element for a data-moving call (bytes for types gloo_lite
+// does not have).
+size_t moved_scale(const at::Tensor& tensor);
+// A torch point-to-point tag as gloo_lite's (0 and up; ValueError naming `what` if negative).
+uint64_t p2p_tag(const char* what, int tag);
+// all_to_all_single: gloo_lite elements (times `scale`) per rank from torch's split sizes (rows
+// of dimension 0); equal blocks when `splits` is empty.
+std::vector<size_t> split_counts(const char* what, const at::Tensor& tensor,
+                                 const std::vector<int64_t>& splits, int size, size_t scale);
+
 }  // namespace gloo_lite::torch_backend

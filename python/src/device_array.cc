@@ -137,9 +137,19 @@ DeviceArray from_interface(nb::handle object, const char* call, const char* argu
   return array;
 }
 
-DeviceArray from_dlpack(nb::handle object, const char* call, const char* argument) {
+DeviceArray from_dlpack(nb::handle object, const char* call, const char* argument,
+                        nb::handle stream) {
+  // The export is called here rather than by nanobind's import, which passes no stream.
+  nb::object capsule;
+  try {
+    capsule = stream.is_none() ? object.attr("__dlpack__")()
+                               : object.attr("__dlpack__")(nb::arg("stream") = stream);
+  } catch (nb::python_error& e) {
+    type_error(where(call, argument) + ": its __dlpack__(stream=" +
+               nb::cast<std::string>(nb::repr(stream)) + ") export failed: " + e.what());
+  }
   nb::ndarray<> tensor;
-  if (!nb::try_cast(object, tensor)) {
+  if (!nb::try_cast(capsule, tensor)) {
     type_error(where(call, argument) + ": its __dlpack__ export failed");
   }
   if (tensor.device_type() != nb::device::cuda::value) {
@@ -173,7 +183,8 @@ DeviceArray from_dlpack(nb::handle object, const char* call, const char* argumen
 
 }  // namespace
 
-DeviceArray device_array(nb::handle object, const char* call, const char* argument, bool writable) {
+DeviceArray device_array(nb::handle object, const char* call, const char* argument, bool writable,
+                         nb::handle dlpack_stream) {
   if (nb::hasattr(object, "__cuda_array_interface__")) {
     return from_interface(object, call, argument, writable);
   }
@@ -187,7 +198,7 @@ DeviceArray device_array(nb::handle object, const char* call, const char* argume
                       : "DLPack array on device type " + std::to_string(type)) +
                  kHostHint);
     }
-    return from_dlpack(object, call, argument);
+    return from_dlpack(object, call, argument, dlpack_stream);
   }
   std::string kind = nb::cast<std::string>(nb::str(object.type().attr("__name__")));
   if (PyObject_CheckBuffer(object.ptr())) {

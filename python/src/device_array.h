@@ -33,8 +33,11 @@ struct DeviceArray {
 // `object`'s device memory for `call` (e.g. "allreduce"), where it is argument `argument`;
 // `writable` when the call writes it. TypeError: neither interface, a CPU array (DLPack device
 // kDLCPU, or a buffer-protocol object such as a numpy array), or an element type gloo_lite has
-// no DataType for. ValueError: not C-contiguous, or read-only where written.
-DeviceArray device_array(nb::handle object, const char* call, const char* argument, bool writable);
+// no DataType for. ValueError: not C-contiguous, or read-only where written. `dlpack_stream`
+// is passed as __dlpack__(stream=...) (the stream the call's copies are ordered after; None:
+// none given), so that the producer orders its pending work on the array before it.
+DeviceArray device_array(nb::handle object, const char* call, const char* argument, bool writable,
+                         nb::handle dlpack_stream);
 
 // TypeError unless `b` has `a`'s element type; ValueError unless `b` holds `expected` elements
 // (`why` says where the number comes from).

@@ -91,11 +91,12 @@ class PyCudaCommunicator {
   nb::object allreduce(nb::handle a, nb::handle op, nb::handle out, nb::handle stream,
                        bool async_op, int tag) {
     const char* call = "allreduce";
-    DeviceArray input = device_array(a, call, "a", out.is_none());
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray input = device_array(a, call, "a", out.is_none(), dlpack_stream(s));
     DeviceArray output =
-        out.is_none() ? input : checked_output(call, out, input, input.count, "a.size");
+        out.is_none() ? input : checked_output(call, out, s, input, input.count, "a.size");
     const ReduceOp reduce = op_of(call, op);
-    return run(call, {input, output}, output, stream, async_op, [&](cuda::Stream s) {
+    return run(call, {input, output}, output, async_op, [&] {
       return comm(call).allreduce(input.data, output.data, input.count, input.type, reduce, s,
                                   options(tag));
     });
@@ -103,8 +104,9 @@ class PyCudaCommunicator {
 
   nb::object broadcast(nb::handle a, int root, nb::handle stream, bool async_op, int tag) {
     const char* call = "broadcast";
-    DeviceArray data = device_array(a, call, "a", /*writable=*/true);
-    return run(call, {data}, data, stream, async_op, [&](cuda::Stream s) {
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray data = device_array(a, call, "a", /*writable=*/true, dlpack_stream(s));
+    return run(call, {data}, data, async_op, [&] {
       return comm(call).broadcast(data.data, data.count, data.type, root, s, options(tag));
     });
   }
@@ -112,11 +114,12 @@ class PyCudaCommunicator {
   nb::object reduce(nb::handle a, int root, nb::handle op, nb::handle out, nb::handle stream,
                     bool async_op, int tag) {
     const char* call = "reduce";
-    DeviceArray input = device_array(a, call, "a", out.is_none());
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray input = device_array(a, call, "a", out.is_none(), dlpack_stream(s));
     DeviceArray output =
-        out.is_none() ? input : checked_output(call, out, input, input.count, "a.size");
+        out.is_none() ? input : checked_output(call, out, s, input, input.count, "a.size");
     const ReduceOp reduce = op_of(call, op);
-    return run(call, {input, output}, output, stream, async_op, [&](cuda::Stream s) {
+    return run(call, {input, output}, output, async_op, [&] {
       return comm(call).reduce(input.data, output.data, input.count, input.type, reduce, root, s,
                                options(tag));
     });
@@ -124,9 +127,10 @@ class PyCudaCommunicator {
 
   nb::object allgather(nb::handle a, nb::handle out, nb::handle stream, bool async_op, int tag) {
     const char* call = "allgather";
-    DeviceArray input = device_array(a, call, "a", false);
-    DeviceArray output = checked_output(call, out, input, input.count * size(), "size * a.size");
-    return run(call, {input, output}, output, stream, async_op, [&](cuda::Stream s) {
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray input = device_array(a, call, "a", false, dlpack_stream(s));
+    DeviceArray output = checked_output(call, out, s, input, input.count * size(), "size * a.size");
+    return run(call, {input, output}, output, async_op, [&] {
       return comm(call).allgather(input.data, output.data, input.count, input.type, s,
                                   options(tag));
     });
@@ -135,11 +139,12 @@ class PyCudaCommunicator {
   nb::object reduce_scatter(nb::handle a, nb::handle out, nb::handle op, nb::handle stream,
                             bool async_op, int tag) {
     const char* call = "reduce_scatter";
-    DeviceArray input = device_array(a, call, "a", false);
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray input = device_array(a, call, "a", false, dlpack_stream(s));
     const size_t block = block_of(call, input);
-    DeviceArray output = checked_output(call, out, input, block, "a.size / size");
+    DeviceArray output = checked_output(call, out, s, input, block, "a.size / size");
     const ReduceOp reduce = op_of(call, op);
-    return run(call, {input, output}, output, stream, async_op, [&](cuda::Stream s) {
+    return run(call, {input, output}, output, async_op, [&] {
       return comm(call).reduce_scatter(input.data, output.data, block, input.type, reduce, s,
                                        options(tag));
     });
@@ -147,12 +152,33 @@ class PyCudaCommunicator {
 
   nb::object alltoall(nb::handle a, nb::handle out, nb::handle stream, bool async_op, int tag) {
     const char* call = "alltoall";
-    DeviceArray input = device_array(a, call, "a", false);
+    const cuda::Stream s = stream_of(stream);
+    DeviceArray input = device_array(a, call, "a", false, dlpack_stream(s));
     const size_t block = block_of(call, input);
-    DeviceArray output = checked_output(call, out, input, input.count, "a.size");
-    return run(call, {input, output}, output, stream, async_op, [&](cuda::Stream s) {
+    DeviceArray output = checked_output(call, out, s, input, input.count, "a.size");
+    return run(call, {input, output}, output, async_op, [&] {
       return comm(call).alltoall(input.data, output.data, block, input.type, s, options(tag));
     });
+  }
+
+  // a's bytes to / from `peer`, matched by (peer, tag) in the order made.
+  nb::object send(nb::handle a, int peer, int64_t tag, nb::handle stream, bool async_op) {
+    const char* call = "send";
+    const cuda::Stream s = stream_of(stream);
+    const uint64_t wire_tag = p2p_tag(call, tag);
+    DeviceArray data = device_array(a, call, "a", false, dlpack_stream(s));
+    const size_t bytes = data.count * element_size(data.type);
+    return run(call, {data}, data, async_op,
+               [&] { return comm(call).send(data.data, bytes, peer, wire_tag, s); });
+  }
+  nb::object recv(nb::handle a, int peer, int64_t tag, nb::handle stream, bool async_op) {
+    const char* call = "recv";
+    const cuda::Stream s = stream_of(stream);
+    const uint64_t wire_tag = p2p_tag(call, tag);
+    DeviceArray data = device_array(a, call, "a", /*writable=*/true, dlpack_stream(s));
+    const size_t bytes = data.count * element_size(data.type);
+    return run(call, {data}, data, async_op,
+               [&] { return comm(call).recv(data.data, bytes, peer, wire_tag, s); });
   }
 
  private:
@@ -167,15 +193,15 @@ class PyCudaCommunicator {
 
   // `out` as a device array of `input`'s type holding `count` elements; required (device memory
   // is the caller's to allocate).
-  DeviceArray checked_output(const char* call, nb::handle out, const DeviceArray& input,
-                             size_t count, const char* why) const {
+  DeviceArray checked_output(const char* call, nb::handle out, cuda::Stream s,
+                             const DeviceArray& input, size_t count, const char* why) const {
     if (out.is_none()) {
       throw nb::value_error((std::string("CudaCommunicator.") + call +
                              ": out is required (a device array of " + why + " = " +
                              std::to_string(count) + " elements)")
                                 .c_str());
     }
-    DeviceArray output = device_array(out, call, "out", /*writable=*/true);
+    DeviceArray output = device_array(out, call, "out", /*writable=*/true, dlpack_stream(s));
     require_like(call, input, output, count, why);
     return output;
   }
@@ -217,17 +243,36 @@ class PyCudaCommunicator {
     return reinterpret_cast<cuda::Stream>(nb::cast<uintptr_t>(value));
   }
 
+  // The consumer's stream for __dlpack__(stream=...): per the DLPack protocol a CUDA producer
+  // makes that stream wait for its pending work on the array, so the staging copies (on
+  // streams ordered after `s`) never read it early. 1 names the legacy default stream (0 is
+  // not a valid value there). With the host stand-in it is the stand-in stream's handle (no
+  // real producer has kDLCUDA memory there; the tests check what is passed).
+  static nb::object dlpack_stream(cuda::Stream s) {
+    const auto value = reinterpret_cast<uintptr_t>(s);
+    return nb::int_(value == 0 ? uintptr_t{1} : value);
+  }
+  // Point-to-point tags are the application's: 0 <= tag < 2^63 (the upper half belongs to the
+  // collectives).
+  static uint64_t p2p_tag(const char* call, int64_t tag) {
+    if (tag < 0) {
+      throw nb::value_error((std::string("CudaCommunicator.") + call + ": tag " +
+                             std::to_string(tag) + " is negative; point-to-point tags are 0 and up")
+                                .c_str());
+    }
+    return static_cast<uint64_t>(tag);
+  }
+
   template <typename Start>
   nb::object run(const char* call, std::vector<DeviceArray> arrays, const DeviceArray& result,
-                 nb::handle stream, bool async_op, const Start& start) {
-    const cuda::Stream s = stream_of(stream);
+                 bool async_op, const Start& start) {
     Operands operands;
     for (DeviceArray& array : arrays) operands.objects.push_back(array.owner);
     operands.result = result.owner;
     Work work;
     {
       nb::gil_scoped_release release;
-      work = start(s);
+      work = start();
     }
     auto handle = std::make_unique<PyWork>(context_, call, std::move(work), std::move(operands));
     if (async_op) return nb::cast(handle.release(), nb::rv_policy::take_ownership);
@@ -297,7 +342,19 @@ void bind_cuda(nb::module_& module) {
                .c_str())
       .def("alltoall", &PyCudaCommunicator::alltoall, "a"_a, "out"_a = nb::none(), nb::kw_only(),
            "stream"_a = nb::none(), "async_op"_a = false, "tag"_a = 0,
-           (std::string("Block j of rank i goes to block i of rank j.") + kStreamDoc).c_str());
+           (std::string("Block j of rank i goes to block i of rank j.") + kStreamDoc).c_str())
+      .def("send", &PyCudaCommunicator::send, "a"_a, "peer"_a, "tag"_a = 0, nb::kw_only(),
+           "stream"_a = nb::none(), "async_op"_a = false,
+           (std::string("Send a's bytes to peer; tag: a point-to-point tag (0 <= tag < 2^63), "
+                        "matched with peer's recv of the same tag in order. The receive must "
+                        "name the same size.") +
+            kStreamDoc)
+               .c_str())
+      .def("recv", &PyCudaCommunicator::recv, "a"_a, "peer"_a, "tag"_a = 0, nb::kw_only(),
+           "stream"_a = nb::none(), "async_op"_a = false,
+           (std::string("Receive peer's send of the same tag into a (exactly a's bytes).") +
+            kStreamDoc)
+               .c_str());
 }
 
 }  // namespace gloo_lite::python

@@ -29,6 +29,7 @@ int last_error_mentions(const char* needle, const char* also);
 int run_collectives(void);
 int run_errors(void);
 int run_killed_peer(void);
-int run_cuda(void); /* the CUDA collectives on the host stand-in */
+int run_cuda(void);     /* the CUDA collectives on the host stand-in */
+int run_cuda_p2p(void); /* CUDA send/recv on the host stand-in */
 
 #endif

@@ -26,3 +26,7 @@ def test_cuda_collectives_on_a_real_gpu():
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here (torch.cuda.is_available() is False)")
     _passed_on_every_rank(launch(worker("cuda_gpu.py"), n=2), 2)
+
+
+def test_cuda_send_recv_on_the_host_stand_in():
+    _passed_on_every_rank(launch(worker("cuda_p2p_stand_in.py"), n=4), 4)

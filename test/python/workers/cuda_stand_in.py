@@ -94,6 +94,29 @@ raises(ValueError, "out is required", lambda: comm.allgather(device(x), None))
 raises(ValueError, "not a multiple", lambda: comm.alltoall(device(np.zeros(P + 1, np.int32)),
                                                           device(np.zeros(P + 1, np.int32))))
 raises(TypeError, "custom callables", lambda: comm.allreduce(device(x), lambda a, b: None))
+class RecordsDlpackStream:
+    """Claims kDLCUDA memory and records the stream its __dlpack__ is asked for (then refuses
+    the export): the DLPack protocol has the consumer name the stream it will use."""
+
+    def __init__(self):
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        raise BufferError("not exported in this test")
+
+
+for s in (None, stream):
+    fake = RecordsDlpackStream()
+    raises(TypeError, "CudaCommunicator.allreduce: a: its __dlpack__(stream=",
+           lambda: comm.allreduce(fake, stream=s))
+    want = comm.stream if s is None else stream  # the stand-in's stream for None
+    assert fake.streams == [want], (fake.streams, want)
+checks += 2
+
 # A read-only input is fine where the call does not write it.
 out = device(np.zeros(8, np.int32))
 comm.allreduce(device(x, readonly=True), "sum", out)
