@@ -347,6 +347,10 @@ Work Communicator::send(const void* data, size_t bytes, int peer, uint64_t tag, 
   const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
     if (direct) return gpudirect_send(lanes, context, data, bytes, peer, tag);
+    // The total first: slot-sized chunks alone cannot tell a receive of k slots from a longer
+    // send (the receive would complete short and the send wait for its deadline).
+    const uint64_t total = bytes;
+    context.isend(peer, &total, sizeof total, tag).wait();
     const Chunking c = chunking(lanes, bytes, 1, 1);
     ChunkSteps steps;
     steps.chunks = c.chunks();
@@ -371,6 +375,18 @@ Work Communicator::recv(void* data, size_t bytes, int peer, uint64_t tag, Stream
   const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
     if (direct) return gpudirect_recv(lanes, context, data, bytes, peer, tag);
+    uint64_t total = 0;
+    context.irecv(peer, &total, sizeof total, tag).wait();
+    if (total != bytes) {
+      const std::string why = std::string(name) + " of " + std::to_string(bytes) +
+                              " bytes from rank " + std::to_string(peer) + " (tag " +
+                              std::to_string(tag) + ") on rank " + std::to_string(context.rank()) +
+                              ": rank " + std::to_string(peer) + ": size mismatch: rank " +
+                              std::to_string(peer) + " sends " + std::to_string(total) +
+                              " bytes; a send and its receive must have the same size";
+      context.abort(why);  // the sender's chunks would wait for a receive that never comes
+      throw MismatchError(why);
+    }
     const Chunking c = chunking(lanes, bytes, 1, 1);
     ChunkSteps steps;
     steps.chunks = c.chunks();

@@ -36,6 +36,7 @@ fi
 
 launcher=()
 if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -39,6 +39,7 @@ supp=$root/scripts/sanitizers
 
 launcher=()
 if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 # RelWithDebInfo: optimised enough that the multi-rank tests keep to their time-outs, with line

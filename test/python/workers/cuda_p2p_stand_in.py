@@ -104,20 +104,25 @@ raises(ValueError, "read-only", lambda: comm.recv(device(np.zeros(4), readonly=T
 comm.synchronize()  # nothing was enqueued: the communicator still works
 checks += 6
 
-# Rank 0 sends 40 bytes, rank 1 expects 48 (both within one slot). The 40 bytes are eager, so
-# the send may complete before rank 1's notice arrives; rank 0's next operation with rank 1 (a
-# receive rank 1 never matches) fails with it then.
+# Rank 0 sends 128 bytes (two 64-byte slots), rank 1 expects 64 (one slot): each chunk alone has
+# the receive's size; the total every send carries first tells them apart. Rank 1 raises a
+# MismatchError naming both sizes; rank 0's eager send may complete first, and its next
+# operation with rank 1 then fails with rank 1's account (a ConnectionError carrying its text:
+# an abort does not carry the error's kind).
 if R in (0, 1):
     try:
         if R == 0:
-            comm.send(device(np.zeros(10, np.int32)), 1, 9)
+            comm.send(device(np.zeros(32, np.int32)), 1, 9)
             comm.recv(device(np.zeros(2, np.int32)), 1, 9)
         else:
-            comm.recv(device(np.zeros(12, np.int32)), 0, 9)
-        raise AssertionError("a receive of 48 bytes matched a send of 40")
-    except gloo_lite.MismatchError as e:
+            comm.recv(device(np.zeros(16, np.int32)), 0, 9)
+        raise AssertionError("a receive of 64 bytes matched a send of 128")
+    except (gloo_lite.MismatchError, gloo_lite.ConnectionError) as e:
+        if R == 1:
+            assert isinstance(e, gloo_lite.MismatchError), repr(e)
         text = str(e)
-        assert "rank 0" in text and "rank 1" in text and "48" in text, text
+        assert "size mismatch" in text and "rank 0" in text and "rank 1" in text, text
+        assert "128 bytes" in text and "64 bytes" in text, text
         checks += 1
 else:
     checks += 1
