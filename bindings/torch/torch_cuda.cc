@@ -49,7 +49,12 @@ cuda::Communicator& TorchBackend::cuda_communicator(const c10::Device& device) {
   std::lock_guard<std::mutex> lock(cuda_mutex_);
   auto& slot = cuda_[device.index()];
   if (!slot) {
-    slot = std::make_unique<cuda::Communicator>(context(), cuda::cuda_device_layer(device.index()));
+    // The setup (speeds agreed by a small allreduce) on the CUDA calls' own tag, so that it
+    // cannot meet a CPU collective of this backend in flight on tag 0.
+    cuda::PipelineOptions options;
+    options.setup_tag = kCudaTag;
+    slot = std::make_unique<cuda::Communicator>(context(), cuda::cuda_device_layer(device.index()),
+                                                options);
   }
   return *slot;
 }
