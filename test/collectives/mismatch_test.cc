@@ -232,7 +232,9 @@ void rank_body(const Variant& v, Context& context, Outcomes& outcomes) {
     // A ConnectionError is a consequence, not a cause: a peer that timed out cancelled a
     // message this rank had already matched.
     EXPECT_NE(outcome, kOther) << rank << "expected MismatchError or TimeoutError, got " << message;
-    EXPECT_LT(elapsed, 2 * kShortTimeout + 3s)
+    // Emulated RDMA (the VM stage) took 5.1 s for the 400 kB alltoall where TCP takes < 2.5 s.
+    const auto slack = on_emulated_rdma() ? std::chrono::milliseconds(12000) : 3s;
+    EXPECT_LT(elapsed, 2 * kShortTimeout + slack)
         << rank << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
         << " ms with a timeout of " << kShortTimeout.count() << " ms";
   }

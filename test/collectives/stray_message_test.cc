@@ -238,8 +238,7 @@ TEST(StrayMessageLegitimate, EarlyMessagesOfLaterCallsStillMatch) {
 TEST(StrayMessageLegitimate, ARootFarAheadDoesNotSlowTheLateRank) {
   // The bound is a native build's over TCP or shm: emulated RDMA (the VM stage) and the
   // sanitizers' builds run every call many times slower, so there it would measure them.
-  const char* transport = ::getenv("GLOO_LITE_TEST_TRANSPORT");
-  if (transport != nullptr && std::strcmp(transport, "ibverbs") == 0) {
+  if (on_emulated_rdma()) {
     GTEST_SKIP() << "timing bound for TCP and shm only (ibverbs here is emulated)";
   }
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

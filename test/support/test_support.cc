@@ -178,4 +178,9 @@ std::string build_bin_dir() {
   return std::filesystem::path(std::string(path, n)).parent_path().string();
 }
 
+bool on_emulated_rdma() {
+  const char* transport = ::getenv("GLOO_LITE_TEST_TRANSPORT");
+  return transport != nullptr && std::strcmp(transport, "ibverbs") == 0;
+}
+
 }  // namespace gloo_lite::test

@@ -65,4 +65,9 @@ int free_loopback_port();
 // Directory of the test binaries (for locating tools such as gloo_lite_run).
 std::string build_bin_dir();
 
+// Whether this run's transport is ibverbs (GLOO_LITE_TEST_TRANSPORT): here that is the VM
+// stage's Soft-RoCE under emulation, where every call is many times slower than natively, so
+// time bounds written for TCP and shm would measure the emulator.
+bool on_emulated_rdma();
+
 }  // namespace gloo_lite::test
