@@ -38,6 +38,17 @@ struct Device {
 
 std::byte* at(void* base, size_t offset) { return static_cast<std::byte*>(base) + offset; }
 
+// The reducing calls' check: check_op's rules, and no custom operation, which runs on the host
+// while the local reduction runs on the devices.
+void check_device_op(const char* name, int rank, DataType type, ReduceOp op) {
+  check_op(name, rank, type, op);
+  if (op == ReduceOp::kCustom) {
+    throw InvalidArgument(std::string(name) +
+                          ": a custom operation runs on the host; the local reduction runs on "
+                          "the devices (use one device per cuda::Communicator for it)");
+  }
+}
+
 }  // namespace
 
 struct MultiDeviceCommunicator::State {
@@ -223,12 +234,7 @@ Work MultiDeviceCommunicator::allreduce(const std::vector<const void*>& inputs,
                                         const CollectiveOptions& options) {
   const char* name = "cuda multi-device allreduce";
   State& s = *state_;
-  check_op(name, s.context.rank(), type, op);
-  if (op == ReduceOp::kCustom) {
-    throw InvalidArgument(std::string(name) +
-                          ": a custom operation runs on the host; the local reduction runs on "
-                          "the devices (use one device per cuda::Communicator for it)");
-  }
+  check_device_op(name, s.context.rank(), type, op);
   const size_t bytes = checked_bytes(name, count, element_size(type), "the buffer");
   s.check_pointers(name, inputs, bytes, "inputs");
   s.check_pointers(name, outputs, bytes, "outputs");
@@ -337,12 +343,7 @@ Work MultiDeviceCommunicator::reduce_scatter(const std::vector<const void*>& inp
                                              const CollectiveOptions& options) {
   const char* name = "cuda multi-device reduce_scatter";
   State& s = *state_;
-  check_op(name, s.context.rank(), type, op);
-  if (op == ReduceOp::kCustom) {
-    throw InvalidArgument(std::string(name) +
-                          ": a custom operation runs on the host; the local reduction runs on "
-                          "the devices (use one device per cuda::Communicator for it)");
-  }
+  check_device_op(name, s.context.rank(), type, op);
   const size_t e = element_size(type);
   const auto local = s.devices.size();
   const auto everyone = static_cast<size_t>(s.context.size()) * local;
