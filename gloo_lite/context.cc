@@ -261,6 +261,7 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (!failure_.empty()) return;
     failure_ = reason;
+    failed_.store(true, std::memory_order_release);
   }
 
   // One warning per cause: the transport's own messages about this abort stay below WARN.
@@ -287,6 +288,7 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
 }
 
 std::string Context::failure() const {
+  if (!failed_.load(std::memory_order_acquire)) return {};
   std::lock_guard<std::mutex> lock(failure_mutex_);
   return failure_;
 }

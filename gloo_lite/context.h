@@ -188,6 +188,9 @@ class Context : public std::enable_shared_from_this<Context> {
   FlightRecorder recorder_;
   mutable std::mutex failure_mutex_;
   std::string failure_;
+  // Set once failure_ is (under the mutex): every call asks failure(), and a working context
+  // answers without the mutex or a string copy.
+  std::atomic<bool> failed_{false};
 
   // Cancels the work in flight (see ~Context).
   void cancel_work_in_flight();

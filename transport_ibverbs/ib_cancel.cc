@@ -25,7 +25,7 @@ constexpr std::chrono::milliseconds kAnswerWait{5000};
 
 }  // namespace
 
-void IbMesh::cancel_on_wire(const OpPtr& op, bool cleared) {
+void IbMesh::cancel_on_wire(const OpPtr& op, bool cleared, bool failing) {
   if (op->kind_ == Op::Kind::kRecv) {
     if (cleared && op->source_ >= 0) stop_receive(*peers_[op->source_], op->id_);
     return;
@@ -39,7 +39,8 @@ void IbMesh::cancel_on_wire(const OpPtr& op, bool cleared) {
     peer.pending.erase(it);
     if (write) {
       writing_.erase(op->id_);
-      queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
+      // A failing call's abort follows and tells the receiver why (MatchingMesh::cancel_failing).
+      if (!failing) queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
     }
     return;
   }

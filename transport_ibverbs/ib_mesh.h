@@ -199,7 +199,7 @@ class IbMesh : public transport::MatchingMesh {
   void return_credits(Peer& peer);
   void post_send_slot(Peer& peer, int slot, size_t bytes);
   // ib_cancel.cc (mutex_ held)
-  void cancel_on_wire(const OpPtr& op, bool cleared) override;
+  void cancel_on_wire(const OpPtr& op, bool cleared, bool failing) override;
   void stop_receive(Peer& peer, uint64_t recv_id);
   void stop_write(Peer& peer, uint64_t send_id);
   bool serve_until(const std::function<bool()>& done);  // false: no answer in time

@@ -192,6 +192,8 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
     case wire::Type::kClearToSend: {
       auto recv_id = static_cast<uint32_t>(h.c);
       OpPtr op = take_send_awaiting_clearance(h.a);
+      // A send cancelled by a failing call gets no answer: this rank's abort follows.
+      if (!op && answer_for_lost_send(h.a) == LostSendAnswer::kNothing) return true;
       if (!op) {
         queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
         return true;

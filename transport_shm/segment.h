@@ -14,7 +14,7 @@
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 4;                    // 4: refused inboxes in the header
+constexpr uint32_t kVersion = 5;  // 4: refused inboxes in the header; 5: failing cancels
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
 constexpr uint32_t kMinRingBytes = 16 * 1024;
@@ -71,6 +71,8 @@ struct InboxControl {
   // cancel_ids[cancel_count % kCancelSlots], then bumps cancel_count (release), before it lets
   // go of the send's buffer. The consumer reads them after every copy from the producer's
   // memory, whatever the ring holds back, and publishes cancel_seen, which frees their slots.
+  // kFailingCancel in an id: the producer's call is failing and its abort follows
+  // (MatchingMesh::cancel_failing); the consumer keeps the receive for that abort's cause.
   alignas(kLine) std::atomic<uint64_t> cancel_count;
   std::atomic<uint64_t> cancel_ids[kCancelSlots];
   alignas(kLine) std::atomic<uint64_t> cancel_seen;  // consumer
@@ -96,8 +98,12 @@ enum class RecordKind : uint32_t {
   kData = 5,         // a = recv id, b = offset; payload: a chunk
   kDone = 6,         // a = send id: the receiver copied the message (CMA)
   // 7 was the in-ring cancel of version 1; cancels are out of band now (InboxControl).
-  kSendCancelled = 8,  // a = recv id: the sender's answer to a clear-to-send it cannot serve
+  kSendCancelled = 8,  // a = recv id, b = 1 if failing (kFailingCancel): the sender's answer
+                       // to a clear-to-send it cannot serve
 };
+
+// Marks a cancelled send id (ids fit 32 bits) as a failing call's, in InboxControl::cancel_ids.
+constexpr uint64_t kFailingCancel = uint64_t{1} << 63;
 
 struct Record {
   uint32_t kind;

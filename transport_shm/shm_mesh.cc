@@ -192,7 +192,7 @@ void ShmMesh::check_liveness() {
   }
 }
 
-void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
+void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/, bool failing) {
   if (op->kind_ == Op::Kind::kRecv) {
     // Stop accepting data for it; a sender that pushes more finds no receive and its chunks
     // are dropped. A pending copy from the sender is not made, and the sender is told the
@@ -227,13 +227,13 @@ void ShmMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
     it = pair.out.erase(it);
   }
   for (uint64_t recv_id : cleared_recv_ids) {
-    queue_control(pair, RecordKind::kSendCancelled, recv_id, 0);
+    queue_control(pair, RecordKind::kSendCancelled, recv_id, failing ? 1 : 0);
   }
   // A rendezvous send was announced unless its ready-to-send was still queued (erased above).
   bool announced = op->id_ != 0 && !announcement_queued;
   // The caller may write the buffer as soon as we return: write_cancel publishes the cancel
   // ordered before that (publish_before_reuse, segment.h).
-  if (announced && pair.open) write_cancel(pair, op->id_);
+  if (announced && pair.open) write_cancel(pair, op->id_ | (failing ? kFailingCancel : 0));
 }
 
 void ShmMesh::write_cancel(Pair& pair, uint64_t send_id) {

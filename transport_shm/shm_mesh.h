@@ -59,9 +59,9 @@ struct Pair {
   // Announced large messages from this peer not matched yet (send id -> its buffer address),
   // and those of them the peer took back before they were matched.
   std::unordered_map<uint64_t, uint64_t> announced;
-  std::unordered_set<uint64_t> cancelled;
-  uint64_t cancels_written = 0;  // our cancel_count in the peer's segment
-  uint64_t cancels_read = 0;     // how many of the peer's cancels we acted on
+  std::unordered_map<uint64_t, bool> cancelled;  // send id -> by a failing call
+  uint64_t cancels_written = 0;                  // our cancel_count in the peer's segment
+  uint64_t cancels_read = 0;                     // how many of the peer's cancels we acted on
 };
 
 // A large message this rank copies straight from the sender's memory (CMA).
@@ -71,6 +71,7 @@ struct Pull {
   uint64_t send_id;
   uint64_t address;
   bool cancelled = false;
+  bool failing = false;  // cancelled by a failing call (kFailingCancel)
 };
 
 // A receive filled by data records (the fallback), by recv id.
@@ -132,7 +133,7 @@ class ShmMesh : public transport::MatchingMesh {
   bool reject_foreign_id(Pair& pair, const OpPtr& op, const char* what);
   // Acts on the cancels the peer published out of band; false: the pair closed.
   bool read_cancels(Pair& pair);
-  void on_cancel(Pair& pair, uint64_t send_id);
+  void on_cancel(Pair& pair, uint64_t marked_id);  // a send id, maybe | kFailingCancel
   // Tells the peer that `send_id` is taken back, out of band; closes the pair (with the close
   // notice) when the peer has not read the cancels before.
   void write_cancel(Pair& pair, uint64_t send_id);
@@ -145,7 +146,7 @@ class ShmMesh : public transport::MatchingMesh {
   bool write_one(Pair& pair, OutRecord& out);
 
   // shm_mesh.cc: cancel, failure, liveness, waiting.
-  void cancel_on_wire(const OpPtr& op, bool cleared) override;
+  void cancel_on_wire(const OpPtr& op, bool cleared, bool failing) override;
   void abort_locked(ErrorKind kind, const std::string& reason) override;
   void write_close(Pair& pair, CloseState state, ErrorKind kind, const std::string& text,
                    uint64_t tag = 0, uint64_t posted = 0, uint64_t sent = 0);

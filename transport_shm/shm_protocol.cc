@@ -118,9 +118,11 @@ void ShmMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
     address = found->second;
     pair.announced.erase(found);
   }
-  if (pair.cancelled.erase(send_id) > 0) {
+  if (auto found = pair.cancelled.find(send_id); found != pair.cancelled.end()) {
     // The sender took it back while it waited here unmatched.
-    on_send_cancelled(peer, op->id_);
+    bool failing = found->second;
+    pair.cancelled.erase(found);
+    on_send_cancelled(peer, op->id_, failing);
     return;
   }
   if (pair.cma && address != 0) {
@@ -239,13 +241,15 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
     case RecordKind::kClearToSend: {
       OpPtr op = take_send_awaiting_clearance(record.a);
       if (op && op->peers_[0] != peer) return reject_foreign_id(pair, op, "clear-to-send");
-      if (!op && mesh_failure().failed()) {
+      LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(record.a);
+      if (!op && answer == LostSendAnswer::kAbort) {
         // The send failed with this context (say, another peer died): the receiver learns
         // that cause, not a cancel that reads like a timeout.
         write_abort(pair, mesh_failure().kind, mesh_failure().message);
         fail_pair(pair, mesh_failure().kind, mesh_failure().message);
         return false;
       }
+      if (!op && answer == LostSendAnswer::kNothing) return true;  // this rank's abort follows
       if (!op) {
         queue_control(pair, RecordKind::kSendCancelled, record.b, 0);
         return true;
@@ -288,7 +292,7 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
         return reject_foreign_id(pair, nullptr, "send-cancelled");
       }
       incoming_.erase(found);
-      on_send_cancelled(peer, record.a);
+      on_send_cancelled(peer, record.a, /*failing=*/record.b == 1);
       return true;
     }
     case RecordKind::kSkip:
@@ -327,18 +331,21 @@ bool ShmMesh::read_cancels(Pair& pair) {
   return pair.open;
 }
 
-void ShmMesh::on_cancel(Pair& pair, uint64_t send_id) {
+void ShmMesh::on_cancel(Pair& pair, uint64_t marked_id) {
   const int peer = pair.peer;
+  const bool failing = (marked_id & kFailingCancel) != 0;
+  const uint64_t send_id = marked_id & ~kFailingCancel;
   if (current_pull_ != nullptr && current_pull_->peer == peer &&
       current_pull_->send_id == send_id) {
     current_pull_->cancelled = true;
+    current_pull_->failing = failing;
     return;
   }
   for (auto it = pulls_.begin(); it != pulls_.end(); ++it) {
     if (it->peer == peer && it->send_id == send_id) {
       uint64_t recv_id = it->op->id_;
       pulls_.erase(it);
-      on_send_cancelled(peer, recv_id);
+      on_send_cancelled(peer, recv_id, failing);
       return;
     }
   }
@@ -346,7 +353,7 @@ void ShmMesh::on_cancel(Pair& pair, uint64_t send_id) {
   // records): either way it must never be copied. (A cancel that crossed our done or our
   // clear-to-send leaves an id here that nothing erases: a few bytes, ids are not reused.)
   pair.announced.erase(send_id);
-  pair.cancelled.insert(send_id);
+  pair.cancelled[send_id] = failing;
 }
 
 void ShmMesh::on_close_notice(Pair& pair, CloseState state) {
@@ -433,7 +440,7 @@ void ShmMesh::finish_pull(Pull& pull) {
   read_after_copy(pair.inbox.control->cancel_count);
   if (!read_cancels(pair)) return;
   if (pull.cancelled) {
-    on_send_cancelled(pull.peer, op->id_);
+    on_send_cancelled(pull.peer, op->id_, pull.failing);
     return;
   }
   // A sender that closed or failed may have given the buffer back after its close notice: what

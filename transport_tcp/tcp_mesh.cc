@@ -289,7 +289,8 @@ void TcpMesh::wake_polling_waiter() {
   (void)ignored;
 }
 
-void TcpMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/) {
+void TcpMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/, bool /*failing*/) {
+  // A send awaiting clear-to-send is answered when the peer clears it (answer_for_lost_send).
   // A receive that gave clear-to-send needs nothing more: its data, when it comes, finds no
   // receive awaiting it and is read and discarded.
   if (op->kind_ == Op::Kind::kRecv) {

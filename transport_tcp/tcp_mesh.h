@@ -136,7 +136,7 @@ class TcpMesh : public transport::MatchingMesh {
   void update_interest(Pair& pair);
 
   // tcp_mesh.cc: cancel and failure.
-  void cancel_on_wire(const OpPtr& op, bool cleared) override;
+  void cancel_on_wire(const OpPtr& op, bool cleared, bool failing) override;
   // Stops `only` (or every op when nullptr) from touching user memory through this pair.
   void detach(Pair& pair, const Op* only);
   void fail_pair(Pair& pair, ErrorKind kind, const std::string& message);

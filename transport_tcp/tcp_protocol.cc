@@ -103,13 +103,15 @@ void TcpMesh::on_frame_header(Pair& pair) {
       return;
     case wire::FrameType::kClearToSend: {
       OpPtr op = take_send_awaiting_clearance(h.send_id);
-      if (!op && mesh_failure().failed()) {
+      LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(h.send_id);
+      if (!op && answer == LostSendAnswer::kAbort) {
         // The send failed with this context (say, a peer reported a collective mismatch):
         // the receiver learns that cause, not a cancel that reads like a timeout.
         queue_abort(pair, mesh_failure().kind, cause_to_forward());
         fail_pair(pair, mesh_failure().kind, mesh_failure().message);
         return;
       }
+      if (!op && answer == LostSendAnswer::kNothing) return;  // this rank's abort follows
       if (!op) {
         wire::FrameHeader cancelled;
         cancelled.type = wire::FrameType::kSendCancelled;

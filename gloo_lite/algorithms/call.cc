@@ -37,7 +37,14 @@ Scratch::Scratch(const Call& call, size_t bytes) {
 }
 
 Step::~Step() {
-  for (const auto& request : requests_) call_.mesh->cancel(request);
+  const bool failing = std::uncaught_exceptions() > unwinding_before_;
+  for (const auto& request : requests_) {
+    if (failing) {
+      call_.mesh->cancel_failing(request);
+    } else {
+      call_.mesh->cancel(request);
+    }
+  }
 }
 
 transport::RequestPtr Step::send(int peer, const transport::Memory& memory, size_t offset,

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,8 +95,10 @@ class Scratch {
 // waits for them together; pipelined algorithms also wait for single requests as they go.
 class Step {
  public:
-  explicit Step(const Call& call) : call_(call) {}
-  ~Step();  // cancels what was posted but not waited (after an exception)
+  explicit Step(const Call& call) : call_(call), unwinding_before_(std::uncaught_exceptions()) {}
+  // Cancels what was posted but not waited (after an exception: as a failing call's, since
+  // the exception fails the context, Mesh::cancel_failing).
+  ~Step();
   Step(const Step&) = delete;
   Step& operator=(const Step&) = delete;
 
@@ -109,6 +112,7 @@ class Step {
 
  private:
   const Call& call_;
+  const int unwinding_before_;  // std::uncaught_exceptions() when the step began
   std::vector<transport::RequestPtr> requests_;
 };
 

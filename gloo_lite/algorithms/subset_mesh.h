@@ -44,6 +44,9 @@ class SubsetMesh : public transport::Mesh {
     return parent_.wait_until(requests, deadline, until);
   }
   void cancel(const transport::RequestPtr& request) override { parent_.cancel(request); }
+  void cancel_failing(const transport::RequestPtr& request) override {
+    parent_.cancel_failing(request);
+  }
   void abort(const std::string& reason) override { parent_.abort(reason); }
   std::string describe_peer(int peer) const override {
     return parent_.describe_peer(ranks_.at(peer));

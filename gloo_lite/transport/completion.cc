@@ -95,6 +95,7 @@ void MatchingMesh::fail_all_operations(ErrorKind kind, const std::string& messag
     for (auto& [id, op] : *ops) fail_op(op, kind, message);
     ops->clear();
   }
+  failing_sends_.clear();  // a clear-to-send for one of them now gets the abort
 }
 
 std::string MatchingMesh::describe_op(const Op& op) const {
@@ -123,7 +124,10 @@ bool MatchingMesh::finished(const std::vector<RequestPtr>& requests, const Deadl
   }
   if (failed != nullptr) {
     // Leave nothing in flight on the caller's buffers once the exception reaches it.
-    for (const auto& request : requests) cancel_locked(std::static_pointer_cast<Op>(request));
+    // The call fails with it, and so does the context: its abort is the peers' answer.
+    for (const auto& request : requests) {
+      cancel_locked(std::static_pointer_cast<Op>(request), /*failing=*/true);
+    }
     if (failed->status_ == Op::Status::kCancelled) {
       throw Error("wait: " + describe_op(*failed) + " was cancelled");
     }
@@ -163,7 +167,20 @@ void MatchingMesh::cancel(const RequestPtr& request) {
   if (cancel_locked(std::static_pointer_cast<Op>(request))) completed_.notify_all();
 }
 
-bool MatchingMesh::cancel_locked(const OpPtr& op) {
+void MatchingMesh::cancel_failing(const RequestPtr& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cancel_locked(std::static_pointer_cast<Op>(request), /*failing=*/true)) {
+    completed_.notify_all();
+  }
+}
+
+MatchingMesh::LostSendAnswer MatchingMesh::answer_for_lost_send(uint64_t send_id) {
+  if (mesh_failure_.failed()) return LostSendAnswer::kAbort;
+  if (failing_sends_.erase(send_id) > 0) return LostSendAnswer::kNothing;
+  return LostSendAnswer::kCancelled;
+}
+
+bool MatchingMesh::cancel_locked(const OpPtr& op, bool failing) {
   if (op->status_ != Op::Status::kPending) return false;
   bool cleared = false;
   if (op->kind_ == Op::Kind::kRecv) {
@@ -173,13 +190,13 @@ bool MatchingMesh::cancel_locked(const OpPtr& op) {
       if (found->second.empty()) posted_.erase(found);
     }
     cleared = op->id_ != 0 && awaiting_data_.erase(op->id_) > 0;
-  } else if (op->id_ != 0) {
-    awaiting_clearance_.erase(op->id_);
+  } else if (op->id_ != 0 && awaiting_clearance_.erase(op->id_) > 0 && failing) {
+    failing_sends_.insert(op->id_);
   }
   // Cancelled before the wire lets go of it, so that a pair the wire closes for this op
   // (verbs) does not report it as failed.
   op->status_ = Op::Status::kCancelled;
-  cancel_on_wire(op, cleared);
+  cancel_on_wire(op, cleared, failing);
   return true;
 }
 

@@ -353,7 +353,8 @@ bool MatchingMesh::receive_awaiting_data_from(int peer) const {
   return false;
 }
 
-void MatchingMesh::on_send_cancelled(int peer, uint64_t recv_id) {
+void MatchingMesh::on_send_cancelled(int peer, uint64_t recv_id, bool failing) {
+  if (failing) return;  // the transport delivers nothing more to it
   OpPtr op = take_receive_awaiting_data(recv_id);
   if (!op) return;
   fail_op(op, ErrorKind::kConnection,

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gloo_lite/transport/abort_cause.h"
@@ -65,6 +66,7 @@ class MatchingMesh : public Mesh {
   using Mesh::recv;
   using Mesh::send;
   void cancel(const RequestPtr& request) final;
+  void cancel_failing(const RequestPtr& request) final;
   // The transport's name ("tcp") for a peer this mesh serves, "" for one it does not.
   std::string transport_of(int peer) const override;
   // Why the whole mesh failed (kNone while it works). A mixed mesh reads it to carry one
@@ -153,8 +155,15 @@ class MatchingMesh : public Mesh {
   // The receive awaiting data under `recv_id`, removed; nullptr if it was cancelled.
   OpPtr take_receive_awaiting_data(uint64_t recv_id);
   bool receive_awaiting_data_from(int peer) const;
-  // The sender took back a message this rank had matched.
-  void on_send_cancelled(int peer, uint64_t recv_id);
+  // How a transport answers a peer's clear-to-send for `send_id`, a send this rank no longer
+  // has: with its abort's cause (the mesh failed), with nothing (the send was cancelled by a
+  // failing call, whose abort follows: cancel_failing), or with "send cancelled".
+  enum class LostSendAnswer { kAbort, kNothing, kCancelled };
+  LostSendAnswer answer_for_lost_send(uint64_t send_id);
+  // The sender took back a message this rank had matched: the receive fails, unless the
+  // sender's call is `failing` (cancel_failing): then it stays awaiting data that never comes,
+  // and fails with the sender's abort when it arrives (or at its deadline).
+  void on_send_cancelled(int peer, uint64_t recv_id, bool failing = false);
   // Whether an eager payload of `bytes` may join the unexpected queue now (the first entry
   // always may). When not, the transport stops taking messages from that peer until
   // resume_held_messages().
@@ -199,7 +208,8 @@ class MatchingMesh : public Mesh {
     declined_.push_back({peer, why, here});
   }
   bool declines_allowed_ = false;
-  bool cancel_locked(const OpPtr& op);
+  // `failing`: cancel_failing's rule for a send a peer may clear later.
+  bool cancel_locked(const OpPtr& op, bool failing = false);
   std::string describe_op(const Op& op) const;
 
   const int rank_;
@@ -237,7 +247,9 @@ class MatchingMesh : public Mesh {
   // `cleared`: a receive had already given clear-to-send, so its sender may be delivering.
   // May let go of mutex_ while it waits for the peer (ibverbs), so callers keep no iterator
   // into matching state across it.
-  virtual void cancel_on_wire(const OpPtr& op, bool cleared) = 0;
+  // `failing`: cancel_failing's (the context's abort follows): a peer told of the cancel must
+  // keep its receive for that abort's cause (on_send_cancelled).
+  virtual void cancel_on_wire(const OpPtr& op, bool cleared, bool failing) = 0;
   // Op::test() on a pending op: complete what already arrived, without blocking.
   virtual void make_progress() {}
   // A request completed or failed and completed_ was notified; a transport whose waiters
@@ -293,6 +305,9 @@ class MatchingMesh : public Mesh {
   std::string unexpected_bound_note() const;
   std::unordered_map<uint64_t, OpPtr> awaiting_clearance_;  // sends, by send id
   std::unordered_map<uint64_t, OpPtr> awaiting_data_;       // receives, by recv id
+  // Ids of sends cancelled by a failing call (cancel_failing), until their peer clears them
+  // or the mesh fails.
+  std::unordered_set<uint64_t> failing_sends_;
   Failure mesh_failure_;
   CallHistory calls_;            // the collective calls this rank posted under, per stream
   std::string unsurfaced_;       // a mismatch no call has raised yet (the destructor warns)

@@ -349,6 +349,12 @@ void MixedMesh::cancel(const RequestPtr& request) {
   subs_[mixed.sub_]->mesh->cancel(mixed.inner_);
 }
 
+void MixedMesh::cancel_failing(const RequestPtr& request) {
+  if (single_) return single_->cancel_failing(request);
+  auto& mixed = static_cast<MixedRequest&>(*request);
+  subs_[mixed.sub_]->mesh->cancel_failing(mixed.inner_);
+}
+
 void MixedMesh::abort(const std::string& reason) {
   for (auto& sub : subs_) sub->mesh->abort(reason);
 }

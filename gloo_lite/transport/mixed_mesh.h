@@ -95,6 +95,7 @@ class MixedMesh : public Mesh {
   bool wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
                   const Deadline& until) override;
   void cancel(const RequestPtr& request) override;
+  void cancel_failing(const RequestPtr& request) override;
   void abort(const std::string& reason) override;
   std::string describe_peer(int peer) const override;
   std::string transport_of(int peer) const override;

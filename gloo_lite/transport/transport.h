@@ -145,6 +145,11 @@ class Mesh {
                           const Deadline& until) = 0;
   // Cancels a pending request: afterwards its memory is no longer read or written.
   virtual void cancel(const RequestPtr& request) = 0;
+  // cancel() for a request of a call that is failing (an exception unwinds it): this rank's
+  // context fails next, and its abort is what the peer must hear. A peer that has already
+  // cleared such a send gets no "send cancelled" (which reads as a timeout and would reach it
+  // before the abort's cause); it waits for the abort, within its deadline.
+  virtual void cancel_failing(const RequestPtr& request) { cancel(request); }
 
   // Tells every peer (best effort) that this rank is failing with `reason`, then closes the
   // connections; peers fail their pending requests promptly with that reason.

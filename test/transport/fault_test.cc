@@ -158,6 +158,46 @@ TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
   }));
 }
 
+// A call that fails (a user's reduction throws) cancels its sends as it unwinds, then fails the
+// context, whose abort tells the peers why. A peer that clears one of those sends in between
+// must read that abort's cause, not a "send cancelled" that reads like a timeout and wins the
+// race (Mesh::cancel_failing; test/faults/relay_test.sh hit it one time in several).
+// On shm the cancel travels out of band at once (a receiver may be copying from the buffer)
+// and carries the failing mark instead.
+TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
+  constexpr size_t kBytes = 1 << 20;  // a rendezvous on every transport
+  expect_all_ok(run_context_processes(2, [](Context& context) {
+    auto& mesh = context.mesh();
+    if (context.rank() == 0) {
+      std::vector<uint8_t> data(kBytes, 0x5A);
+      auto memory = mesh.register_memory(data.data(), data.size());
+      mesh.cancel_failing(mesh.send(1, 2, *memory, 0, kBytes));  // its announcement is out
+      // Rank 1 matches the send (clear-to-send on TCP), then sends this token on the same
+      // connection: once it is here, this rank has answered the clear-to-send (or not).
+      int token = 0;
+      context.recv(1, &token, sizeof(token), 3);
+      usleep(200000);
+      context.abort("the user's reduction threw on rank 0");
+      sleep(1);  // stay alive: rank 1 must learn from the abort, not from the socket closing
+      return;
+    }
+    std::vector<uint8_t> buffer(kBytes, 0xAB);
+    auto memory = mesh.register_memory(buffer.data(), buffer.size());
+    auto request = mesh.recv(0, 2, *memory, 0, kBytes);
+    int token = 7;
+    context.send(0, &token, sizeof(token), 3);
+    try {
+      mesh.wait({request}, context.deadline());
+      ADD_FAILURE() << "a receive of a cancelled send completed";
+    } catch (const ConnectionError& e) {
+      EXPECT_NE(std::string(e.what()).find("the user's reduction threw on rank 0"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(buffer, std::vector<uint8_t>(kBytes, 0xAB));
+  }));
+}
+
 // Every survivor blocks on a receive from a live peer that never sends; the death of `victim`
 // must still end that wait with a ConnectionError naming the victim within 2 s.
 void expect_prompt_failure(Context& context, int victim, const std::string& expected) {
