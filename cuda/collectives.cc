@@ -44,6 +44,20 @@ void drain_copy(Lanes& lanes, void* device, const void* host, size_t bytes) {
   if (bytes > 0) lanes.layer->copy_to_device(device, host, bytes, lanes.to_device);
 }
 
+// The rank-blocked collectives (allgather, reduce_scatter, alltoall): `blocks` blocks of
+// `block` bytes, packed side by side in the slot and `stride` bytes apart in the user's buffer
+// (each rank's block of a chunk sits in that rank's part of the buffer).
+void stage_blocks(Lanes& lanes, std::byte* host, const void* device, size_t blocks, size_t stride,
+                  size_t block) {
+  for (size_t r = 0; r < blocks; ++r)
+    stage_copy(lanes, host + r * block, at(device, r * stride), block);
+}
+void drain_blocks(Lanes& lanes, void* device, const std::byte* host, size_t blocks, size_t stride,
+                  size_t block) {
+  for (size_t r = 0; r < blocks; ++r)
+    drain_copy(lanes, at(device, r * stride), host + r * block, block);
+}
+
 // ReduceOn::kDevice: the slot holds every rank's n elements, rank order; `out` gets them
 // combined on the device, in rank order, so that every rank computes the same bits.
 void combine_on_device(Lanes& lanes, Slot& slot, void* out, size_t n, size_t element, int ranks,
@@ -56,6 +70,12 @@ void combine_on_device(Lanes& lanes, Slot& slot, void* out, size_t n, size_t ele
     layer.reduce(out, slot.scratch + bytes * static_cast<size_t>(r), n, type, op, lanes.to_device);
   }
   if (op == ReduceOp::kAvg) layer.divide(out, n, type, ranks, lanes.to_device);
+}
+
+// The bytes of `ranks` blocks of `count` elements of `element` bytes; what overflows is refused.
+size_t checked_blocks(const char* collective, size_t count, size_t ranks, size_t element,
+                      const char* what) {
+  return checked_bytes(collective, checked_bytes(collective, count, ranks, what), element, what);
 }
 
 std::string describe(const char* collective, DataType type, const ReduceOp* op, size_t count) {
@@ -236,8 +256,7 @@ Work Communicator::allgather(const void* input, void* output, size_t count, Data
   Context& context = engine_->context;
   const auto ranks = static_cast<size_t>(context.size());
   const size_t bytes = checked_bytes(name, count, e, "the input");
-  const size_t total =
-      checked_bytes(name, checked_bytes(name, count, ranks, "the output"), e, "the output");
+  const size_t total = checked_blocks(name, count, ranks, e, "the output");
   check_pointer(name, input, bytes, "input");
   check_pointer(name, output, total, "output");
   const size_t own = static_cast<size_t>(context.rank()) * bytes;
@@ -257,10 +276,7 @@ Work Communicator::allgather(const void* input, void* output, size_t count, Data
                         options);
     };
     steps.drain = [&](size_t k, Slot& slot) {
-      for (size_t r = 0; r < ranks; ++r) {
-        drain_copy(lanes, at(output, (r * count + c.first(k)) * e), slot.host + r * c.size(k) * e,
-                   c.size(k) * e);
-      }
+      drain_blocks(lanes, at(output, c.first(k) * e), slot.host, ranks, count * e, c.size(k) * e);
     };
     run_chunks(lanes, steps);
   };
@@ -275,8 +291,7 @@ Work Communicator::reduce_scatter(const void* input, void* output, size_t recv_c
   const auto ranks = static_cast<size_t>(context.size());
   check_reduction(name, *this, type, op, false);
   const size_t bytes = checked_bytes(name, recv_count, e, "the output");
-  const size_t total =
-      checked_bytes(name, checked_bytes(name, recv_count, ranks, "the input"), e, "the input");
+  const size_t total = checked_blocks(name, recv_count, ranks, e, "the input");
   check_pointer(name, input, total, "input");
   check_pointer(name, output, bytes, "output");
   check_overlap(name, input, total, "input", output, bytes, "output");
@@ -286,10 +301,8 @@ Work Communicator::reduce_scatter(const void* input, void* output, size_t recv_c
     ChunkSteps steps;
     steps.chunks = c.chunks();
     steps.stage = [&](size_t k, Slot& slot) {
-      for (size_t r = 0; r < ranks; ++r) {
-        stage_copy(lanes, slot.host + r * c.size(k) * e,
-                   at(input, (r * recv_count + c.first(k)) * e), c.size(k) * e);
-      }
+      stage_blocks(lanes, slot.host, at(input, c.first(k) * e), ranks, recv_count * e,
+                   c.size(k) * e);
     };
     steps.wire = [&](size_t k, Slot& slot) {
       return ireduce_scatter(context, slot.host, slot.host + result_at, c.size(k), type, op,
@@ -309,8 +322,7 @@ Work Communicator::alltoall(const void* input, void* output, size_t count, DataT
   const size_t e = element_size(type);
   Context& context = engine_->context;
   const auto ranks = static_cast<size_t>(context.size());
-  const size_t total =
-      checked_bytes(name, checked_bytes(name, count, ranks, "the buffers"), e, "the buffers");
+  const size_t total = checked_blocks(name, count, ranks, e, "the buffers");
   check_pointer(name, input, total, "input");
   check_pointer(name, output, total, "output");
   check_overlap(name, input, total, "input", output, total, "output");
@@ -320,19 +332,14 @@ Work Communicator::alltoall(const void* input, void* output, size_t count, DataT
     ChunkSteps steps;
     steps.chunks = c.chunks();
     steps.stage = [&](size_t k, Slot& slot) {
-      for (size_t j = 0; j < ranks; ++j) {
-        stage_copy(lanes, slot.host + j * c.size(k) * e, at(input, (j * count + c.first(k)) * e),
-                   c.size(k) * e);
-      }
+      stage_blocks(lanes, slot.host, at(input, c.first(k) * e), ranks, count * e, c.size(k) * e);
     };
     steps.wire = [&](size_t k, Slot& slot) {
       return ialltoall(context, slot.host, slot.host + received_at, c.size(k), type, options);
     };
     steps.drain = [&](size_t k, Slot& slot) {
-      for (size_t i = 0; i < ranks; ++i) {
-        drain_copy(lanes, at(output, (i * count + c.first(k)) * e),
-                   slot.host + received_at + i * c.size(k) * e, c.size(k) * e);
-      }
+      drain_blocks(lanes, at(output, c.first(k) * e), slot.host + received_at, ranks, count * e,
+                   c.size(k) * e);
     };
     run_chunks(lanes, steps);
   };
