@@ -58,17 +58,21 @@ struct MultiDeviceCommunicator::State {
   void release() noexcept;  // also when the constructor failed midway
 
   // Checks that every vector has one entry per device and that no stream or needed pointer is
-  // missing; throws InvalidArgument naming the call and the device.
+  // missing; throws InvalidArgument naming the call and the device. `only`: just that
+  // device's pointer is needed (reduce's output).
   template <typename Pointer>
   void check_pointers(const char* name, const std::vector<Pointer>& pointers, size_t bytes,
-                      const char* what) const;
+                      const char* what, int only = -1) const;
   void check_streams(const char* name, const std::vector<Stream>& streams) const;
+  // A root (broadcast, reduce): a rank of the context and one of this communicator's devices.
+  void check_root(const char* name, int root, int root_device) const;
   // Grows the lead's scratch to `bytes` (under mutex; waits for the lead lane to drain first).
   void reserve_scratch(size_t bytes);
   // The lead lane waits for every caller stream.
   void enter(const std::vector<Stream>& streams);
   // `bytes` from the lead's `source` + d * stride to targets[d] of every other device except
-  // `skip`, then the orderings of the fan-out (top of this file). A source in the scratch
+  // `skip` and those whose target is null, then the orderings of the fan-out (top of this file). A
+  // source in the scratch
   // (`from_scratch`) also holds the lead lane until every copy has read it.
   void fan_out(const std::byte* source, size_t stride, const std::vector<void*>& targets,
                size_t bytes, int skip, bool from_scratch, const std::vector<Stream>& streams);
@@ -138,13 +142,15 @@ void MultiDeviceCommunicator::State::release() noexcept {
 template <typename Pointer>
 void MultiDeviceCommunicator::State::check_pointers(const char* name,
                                                     const std::vector<Pointer>& pointers,
-                                                    size_t bytes, const char* what) const {
+                                                    size_t bytes, const char* what,
+                                                    int only) const {
   if (pointers.size() != devices.size()) {
     throw InvalidArgument(std::string(name) + ": " + std::to_string(pointers.size()) + " " + what +
                           " for " + std::to_string(devices.size()) +
                           " devices (pass one per device)");
   }
   for (size_t d = 0; d < pointers.size(); ++d) {
+    if (only >= 0 && static_cast<int>(d) != only) continue;
     if (pointers[d] == nullptr && bytes > 0) {
       throw InvalidArgument(std::string(name) + ": " + what + " of device " + std::to_string(d) +
                             " is null but holds " + std::to_string(bytes) + " bytes");
@@ -158,6 +164,19 @@ void MultiDeviceCommunicator::State::check_streams(const char* name,
     throw InvalidArgument(std::string(name) + ": " + std::to_string(streams.size()) +
                           " streams for " + std::to_string(devices.size()) +
                           " devices (pass one per device)");
+  }
+}
+
+void MultiDeviceCommunicator::State::check_root(const char* name, int root, int root_device) const {
+  if (root_device < 0 || root_device >= static_cast<int>(devices.size())) {
+    throw InvalidArgument(std::string(name) + ": root device " + std::to_string(root_device) +
+                          " is not one of this communicator's " + std::to_string(devices.size()) +
+                          " devices");
+  }
+  if (root < 0 || root >= context.size()) {
+    throw InvalidArgument(std::string(name) + ": root " + std::to_string(root) +
+                          " is not a rank of " + context.describe() + " (0.." +
+                          std::to_string(context.size() - 1) + ")");
   }
 }
 
@@ -196,7 +215,7 @@ void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t str
   for (size_t d = 1; d < devices.size(); ++d) {
     Device& device = devices[d];
     device.layer->wait_event(device.lane, result);
-    if (static_cast<int>(d) != skip && bytes > 0) {
+    if (static_cast<int>(d) != skip && bytes > 0 && targets[d] != nullptr) {
       device.layer->copy_on_device(targets[d], source + d * stride, bytes, device.lane);
     }
     device.layer->record(device.done, device.lane);
@@ -270,19 +289,10 @@ Work MultiDeviceCommunicator::broadcast(const std::vector<void*>& data, size_t c
                                         const CollectiveOptions& options) {
   const char* name = "cuda multi-device broadcast";
   State& s = *state_;
-  if (root_device < 0 || root_device >= devices()) {
-    throw InvalidArgument(std::string(name) + ": root device " + std::to_string(root_device) +
-                          " is not one of this communicator's " + std::to_string(devices()) +
-                          " devices");
-  }
+  s.check_root(name, root, root_device);
   const size_t bytes = checked_bytes(name, count, element_size(type), "the buffer");
   s.check_pointers(name, data, bytes, "buffers");
   s.check_streams(name, streams);
-  if (root < 0 || root >= s.context.size()) {
-    throw InvalidArgument(std::string(name) + ": root " + std::to_string(root) +
-                          " is not a rank of " + s.context.describe() + " (0.." +
-                          std::to_string(s.context.size() - 1) + ")");
-  }
   const bool is_root = s.context.rank() == root;
 
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -295,6 +305,58 @@ Work MultiDeviceCommunicator::broadcast(const std::vector<void*>& data, size_t c
   Work work = s.lead->broadcast(data[0], count, type, root, lane, options);
   s.fan_out(static_cast<std::byte*>(data[0]), 0, data, bytes, is_root ? root_device : -1, false,
             streams);
+  return work;
+}
+
+Work MultiDeviceCommunicator::reduce(const std::vector<const void*>& inputs,
+                                     const std::vector<void*>& outputs, size_t count, DataType type,
+                                     ReduceOp op, int root, int root_device,
+                                     const std::vector<Stream>& streams,
+                                     const CollectiveOptions& options) {
+  const char* name = "cuda multi-device reduce";
+  State& s = *state_;
+  check_device_op(name, s.context.rank(), type, op);
+  s.check_root(name, root, root_device);
+  const bool is_root = s.context.rank() == root;
+  const size_t bytes = checked_bytes(name, count, element_size(type), "the buffer");
+  s.check_pointers(name, inputs, bytes, "inputs");
+  s.check_streams(name, streams);
+  // Only the root's root device needs an output (the count of entries is checked everywhere).
+  s.check_pointers(name, outputs, is_root ? bytes : 0, "outputs", root_device);
+  if (is_root) {
+    const auto d = static_cast<size_t>(root_device);
+    check_overlap(name, inputs[d], bytes, "input", outputs[d], bytes, "output");
+  }
+  const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const int contributors = s.context.size() * devices();
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Scratch: [local sum, then the result on the root] [another device's input, with D > 1].
+  s.reserve_scratch(s.devices.size() > 1 ? 2 * bytes : bytes);
+  std::byte* sum = s.scratch;
+  std::byte* other = s.scratch + bytes;
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  if (bytes > 0) {
+    first.copy_on_device(sum, inputs[0], bytes, lane);
+    for (size_t d = 1; d < s.devices.size(); ++d) {
+      first.copy_on_device(other, inputs[d], bytes, lane);
+      first.reduce(sum, other, count, type, combine, lane);
+    }
+  }
+  Work work =
+      s.lead->reduce(sum, is_root ? sum : nullptr, count, type, combine, root, lane, options);
+  std::vector<void*> targets(s.devices.size(), nullptr);
+  if (is_root) {
+    if (op == ReduceOp::kAvg && count > 0) first.divide(sum, count, type, contributors, lane);
+    if (root_device == 0 && bytes > 0) {
+      first.copy_on_device(outputs[0], sum, bytes, lane);
+    } else {
+      targets[static_cast<size_t>(root_device)] = outputs[static_cast<size_t>(root_device)];
+    }
+  }
+  s.fan_out(sum, 0, targets, bytes, -1, true, streams);
   return work;
 }
 
@@ -422,6 +484,14 @@ void broadcast(MultiDeviceCommunicator& communicator, const std::vector<void*>& 
   wait_for_streams(communicator,
                    communicator.broadcast(data, count, type, root, root_device, streams, options),
                    streams);
+}
+void reduce(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+            const std::vector<void*>& outputs, size_t count, DataType type, ReduceOp op, int root,
+            int root_device, const std::vector<Stream>& streams, const CollectiveOptions& options) {
+  wait_for_streams(
+      communicator,
+      communicator.reduce(inputs, outputs, count, type, op, root, root_device, streams, options),
+      streams);
 }
 void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                const std::vector<void*>& outputs, size_t count, DataType type,

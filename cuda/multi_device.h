@@ -65,6 +65,12 @@ class MultiDeviceCommunicator {
   Work broadcast(const std::vector<void*>& data, size_t count, DataType type, int root,
                  int root_device, const std::vector<Stream>& streams,
                  const CollectiveOptions& options = {});
+  // Device `root_device` of rank `root` receives the reduction over every device of every rank
+  // in outputs[root_device]; no other output is written (on other ranks and devices it may be
+  // null). An input may be its output (in place).
+  Work reduce(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+              size_t count, DataType type, ReduceOp op, int root, int root_device,
+              const std::vector<Stream>& streams, const CollectiveOptions& options = {});
   // outputs[d] holds P * D * count elements, block r * D + d' from device d' of rank r; an input
   // may be its device's own block of that device's output (in place).
   Work allgather(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
@@ -94,6 +100,10 @@ void allreduce(MultiDeviceCommunicator& communicator, const std::vector<const vo
 void broadcast(MultiDeviceCommunicator& communicator, const std::vector<void*>& data, size_t count,
                DataType type, int root, int root_device, const std::vector<Stream>& streams,
                const CollectiveOptions& options = {});
+void reduce(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+            const std::vector<void*>& outputs, size_t count, DataType type, ReduceOp op, int root,
+            int root_device, const std::vector<Stream>& streams,
+            const CollectiveOptions& options = {});
 void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                const std::vector<void*>& outputs, size_t count, DataType type,
                const std::vector<Stream>& streams, const CollectiveOptions& options = {});

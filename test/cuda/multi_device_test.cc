@@ -31,7 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 
 enum class Layer { kHostStandIn, kCuda };
-enum class Collective { kAllreduce, kBroadcast, kAllgather, kReduceScatter };
+enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter };
 
 struct MultiCase {
   Collective collective;
@@ -51,6 +51,8 @@ const char* collective_name(Collective c) {
       return "allreduce";
     case Collective::kBroadcast:
       return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
     case Collective::kAllgather:
       return "allgather";
     case Collective::kReduceScatter:
@@ -87,8 +89,12 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
   pipeline.slots = 3;
   cuda::MultiDeviceCommunicator communicator(context, layers, pipeline);
 
-  const bool reducing =
-      c.collective == Collective::kAllreduce || c.collective == Collective::kReduceScatter;
+  const bool reducing = c.collective == Collective::kAllreduce ||
+                        c.collective == Collective::kReduce ||
+                        c.collective == Collective::kReduceScatter;
+  // reduce writes only the root's root device: the other outputs must keep this.
+  const bool untouched_outputs = c.collective == Collective::kReduce && !c.in_place;
+  constexpr auto kUntouched = std::byte{0xC3};
   Inputs inputs;
   inputs.type = c.type;
   inputs.pattern = pattern_for(reducing, c.op);
@@ -116,6 +122,11 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
     if (c.in_place && c.collective == Collective::kAllgather) {
       in = static_cast<std::byte*>(out) + static_cast<size_t>(contributor) * in_bytes;
     }
+    if (untouched_outputs) {
+      std::fill(host_out[d].begin(), host_out[d].end(), kUntouched);
+      layer.copy_to_device(out, host_out[d].data(), out_bytes, streams[d]);
+      layer.synchronize_stream(streams[d]);  // host_out is reused below
+    }
     // Not waited for: the call must wait for it through the stream.
     fill_inputs(inputs, contributor, 0, in_count, host_in[d].data());
     layer.copy_to_device(in, host_in[d].data(), in_bytes, streams[d]);
@@ -129,6 +140,9 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
       break;
     case Collective::kBroadcast:
       communicator.broadcast(outs, c.count, c.type, c.root, c.root_device, streams);
+      break;
+    case Collective::kReduce:
+      communicator.reduce(ins, outs, c.count, c.type, c.op, c.root, c.root_device, streams);
       break;
     case Collective::kAllgather:
       communicator.allgather(ins, outs, c.count, c.type, streams);
@@ -158,6 +172,17 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
         break;
       case Collective::kBroadcast:
         check_copy(inputs, c.root * c.devices + c.root_device, 0, c.count, got, what, problems);
+        break;
+      case Collective::kReduce:
+        if (rank == c.root && static_cast<int>(d) == c.root_device) {
+          check_reduction(inputs, c.op, 0, c.count, got, what, problems);
+        } else if (c.in_place) {  // the input, unchanged
+          check_copy(inputs, static_cast<int>(static_cast<size_t>(rank) * local + d), 0, c.count,
+                     got, what + " (not the root: its input unchanged)", problems);
+        } else if (std::any_of(got, got + out_bytes,
+                               [&](std::byte b) { return b != kUntouched; })) {
+          problems.push_back(what + ": not the root, but its output was written");
+        }
         break;
       case Collective::kAllgather:
         for (size_t g = 0; g < everyone; ++g) {
@@ -225,6 +250,10 @@ const MultiCase kCases[] = {
     {Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, 3, 2, 1000, 1, 1, true},
     {Collective::kBroadcast, DataType::kUint8, ReduceOp::kSum, 2, 3, 4099, 0, 2, true},
     {Collective::kBroadcast, DataType::kInt32, ReduceOp::kSum, 3, 3, 500, 2, 0, true},
+    {Collective::kReduce, DataType::kFloat32, ReduceOp::kSum, 3, 2, 1000, 1, 1, false},
+    {Collective::kReduce, DataType::kInt64, ReduceOp::kAvg, 2, 3, 300, 0, 2, true},
+    {Collective::kReduce, DataType::kBFloat16, ReduceOp::kMax, 3, 3, 500, 2, 0, false},
+    {Collective::kReduce, DataType::kInt32, ReduceOp::kProd, 2, 1, 400, 1, 0, true},
     {Collective::kAllgather, DataType::kInt32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
     {Collective::kAllgather, DataType::kFloat16, ReduceOp::kSum, 2, 3, 70, 0, 0, true},
     {Collective::kReduceScatter, DataType::kFloat32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
@@ -241,10 +270,11 @@ std::vector<Param> params(Layer layer) {
 std::string case_name(const ::testing::TestParamInfo<Param>& info) {
   const MultiCase& c = info.param.c;
   std::string name = std::string(collective_name(c.collective)) + "_" + type_name(c.type);
-  if (c.collective == Collective::kAllreduce || c.collective == Collective::kReduceScatter) {
+  if (c.collective == Collective::kAllreduce || c.collective == Collective::kReduce ||
+      c.collective == Collective::kReduceScatter) {
     name += std::string("_") + op_name(c.op);
   }
-  if (c.collective == Collective::kBroadcast) {
+  if (c.collective == Collective::kBroadcast || c.collective == Collective::kReduce) {
     name += "_root" + std::to_string(c.root) + "_device" + std::to_string(c.root_device);
   }
   if (c.in_place) name += "_in_place";
