@@ -16,6 +16,7 @@
 // lane waits for them).
 #include "cuda/multi_device.h"
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,10 +71,13 @@ struct MultiDeviceCommunicator::State {
   void reserve_scratch(size_t bytes);
   // The lead lane waits for every caller stream.
   void enter(const std::vector<Stream>& streams);
-  // `bytes` from the lead's `source` + d * stride to targets[d] of every other device except
-  // `skip` and those whose target is null, then the orderings of the fan-out (top of this file). A
-  // source in the scratch
+  // The fan-out from the lead to every other device d: `copy_out(d)` enqueues d's copies on
+  // its lane, inside the orderings of the top of this file. A source in the scratch
   // (`from_scratch`) also holds the lead lane until every copy has read it.
+  void fan_out(const std::function<void(size_t device)>& copy_out, bool from_scratch,
+               const std::vector<Stream>& streams);
+  // The common fan-out: `bytes` from the lead's `source` + d * stride to targets[d] of every
+  // other device except `skip` and those whose target is null.
   void fan_out(const std::byte* source, size_t stride, const std::vector<void*>& targets,
                size_t bytes, int skip, bool from_scratch, const std::vector<Stream>& streams);
 
@@ -206,18 +210,15 @@ void MultiDeviceCommunicator::State::enter(const std::vector<Stream>& streams) {
   }
 }
 
-void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t stride,
-                                             const std::vector<void*>& targets, size_t bytes,
-                                             int skip, bool from_scratch,
+void MultiDeviceCommunicator::State::fan_out(const std::function<void(size_t device)>& copy_out,
+                                             bool from_scratch,
                                              const std::vector<Stream>& streams) {
   DeviceLayer& first = *devices[0].layer;
   first.record(result, devices[0].lane);
   for (size_t d = 1; d < devices.size(); ++d) {
     Device& device = devices[d];
     device.layer->wait_event(device.lane, result);
-    if (static_cast<int>(d) != skip && bytes > 0 && targets[d] != nullptr) {
-      device.layer->copy_on_device(targets[d], source + d * stride, bytes, device.lane);
-    }
+    copy_out(d);
     device.layer->record(device.done, device.lane);
   }
   first.wait_event(streams[0], result);
@@ -226,6 +227,18 @@ void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t str
     first.wait_event(streams[0], devices[d].done);
     devices[d].layer->wait_event(streams[d], devices[d].done);
   }
+}
+
+void MultiDeviceCommunicator::State::fan_out(const std::byte* source, size_t stride,
+                                             const std::vector<void*>& targets, size_t bytes,
+                                             int skip, bool from_scratch,
+                                             const std::vector<Stream>& streams) {
+  auto copy_out = [&](size_t d) {
+    if (static_cast<int>(d) != skip && bytes > 0 && targets[d] != nullptr) {
+      devices[d].layer->copy_on_device(targets[d], source + d * stride, bytes, devices[d].lane);
+    }
+  };
+  fan_out(copy_out, from_scratch, streams);
 }
 
 MultiDeviceCommunicator::MultiDeviceCommunicator(Context& context,
@@ -448,6 +461,56 @@ Work MultiDeviceCommunicator::reduce_scatter(const std::vector<const void*>& inp
   return work;
 }
 
+Work MultiDeviceCommunicator::alltoall(const std::vector<const void*>& inputs,
+                                       const std::vector<void*>& outputs, size_t count,
+                                       DataType type, const std::vector<Stream>& streams,
+                                       const CollectiveOptions& options) {
+  const char* name = "cuda multi-device alltoall";
+  State& s = *state_;
+  const auto local = s.devices.size();
+  const auto everyone = static_cast<size_t>(s.context.size()) * local;
+  const size_t block = checked_bytes(name, count, element_size(type), "a block");
+  const size_t total = checked_bytes(name, block, everyone, "the buffers");
+  s.check_pointers(name, inputs, total, "inputs");
+  s.check_pointers(name, outputs, total, "outputs");
+  s.check_streams(name, streams);
+  for (size_t d = 0; d < local; ++d) {
+    check_overlap(name, inputs[d], total, "input", outputs[d], total, "output");
+  }
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Scratch: [what this rank sends: D * total] [what it receives: D * total]. Both are laid out
+  // by rank, and within a rank's part by (destination device, source device): the D * D blocks
+  // one rank sends another go as one block of the cross-rank alltoall.
+  const size_t half = checked_bytes(name, total, local, "the scratch");
+  s.reserve_scratch(checked_bytes(name, half, 2, "the scratch"));
+  std::byte* sent = s.scratch;
+  std::byte* received = s.scratch + half;
+  DeviceLayer& first = *s.devices[0].layer;
+  Stream lane = s.devices[0].lane;
+  s.enter(streams);
+  // Contributor j = r' * D + d' gets block j of every device's input: block d of its D.
+  for (size_t d = 0; d < local && block > 0; ++d) {
+    for (size_t j = 0; j < everyone; ++j) {
+      first.copy_on_device(sent + (j * local + d) * block,
+                           static_cast<const std::byte*>(inputs[d]) + j * block, block, lane);
+    }
+  }
+  Work work = s.lead->alltoall(sent, received, count * local * local, type, lane, options);
+  // Device d' takes, from each rank r, the D blocks that rank's devices sent it: contiguous in
+  // `received`, and contiguous (blocks r * D .. r * D + D - 1) in its output.
+  const size_t ranks = static_cast<size_t>(s.context.size());
+  auto copy_in = [&](size_t d, DeviceLayer& layer, Stream on) {
+    for (size_t r = 0; r < ranks && block > 0; ++r) {
+      layer.copy_on_device(at(outputs[d], r * local * block),
+                           received + (r * local + d) * local * block, local * block, on);
+    }
+  };
+  copy_in(0, first, lane);
+  s.fan_out([&](size_t d) { copy_in(d, *s.devices[d].layer, s.devices[d].lane); }, true, streams);
+  return work;
+}
+
 namespace {
 
 // The blocking forms' last step: the host waits for what the call enqueued on every caller
@@ -492,6 +555,12 @@ void reduce(MultiDeviceCommunicator& communicator, const std::vector<const void*
       communicator,
       communicator.reduce(inputs, outputs, count, type, op, root, root_device, streams, options),
       streams);
+}
+void alltoall(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+              const std::vector<void*>& outputs, size_t count, DataType type,
+              const std::vector<Stream>& streams, const CollectiveOptions& options) {
+  wait_for_streams(communicator,
+                   communicator.alltoall(inputs, outputs, count, type, streams, options), streams);
 }
 void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                const std::vector<void*>& outputs, size_t count, DataType type,

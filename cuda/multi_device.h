@@ -83,6 +83,13 @@ class MultiDeviceCommunicator {
                       size_t recv_count, DataType type, ReduceOp op,
                       const std::vector<Stream>& streams, const CollectiveOptions& options = {});
 
+  // inputs[d] and outputs[d] hold P * D * count elements: block r' * D + d' of device d's input
+  // goes to device d' of rank r', block r * D + d of an output came from device d of rank r.
+  // Not in place.
+  Work alltoall(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                size_t count, DataType type, const std::vector<Stream>& streams,
+                const CollectiveOptions& options = {});
+
   // Blocks until every call made so far has finished on every device; throws the first error.
   void synchronize();
 
@@ -107,6 +114,10 @@ void reduce(MultiDeviceCommunicator& communicator, const std::vector<const void*
 void allgather(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                const std::vector<void*>& outputs, size_t count, DataType type,
                const std::vector<Stream>& streams, const CollectiveOptions& options = {});
+
+void alltoall(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
+              const std::vector<void*>& outputs, size_t count, DataType type,
+              const std::vector<Stream>& streams, const CollectiveOptions& options = {});
 
 void reduce_scatter(MultiDeviceCommunicator& communicator, const std::vector<const void*>& inputs,
                     const std::vector<void*>& outputs, size_t recv_count, DataType type,

@@ -31,7 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 
 enum class Layer { kHostStandIn, kCuda };
-enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter };
+enum class Collective { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter, kAlltoall };
 
 struct MultiCase {
   Collective collective;
@@ -57,6 +57,8 @@ const char* collective_name(Collective c) {
       return "allgather";
     case Collective::kReduceScatter:
       return "reduce_scatter";
+    case Collective::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -101,9 +103,13 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
   inputs.seed = 11 + static_cast<uint64_t>(c.collective) * 31 + static_cast<uint64_t>(c.op);
   inputs.ranks = static_cast<int>(everyone);
   const size_t e = element_bytes(c.type);
-  const size_t in_count = c.collective == Collective::kReduceScatter ? c.count * everyone : c.count;
+  const bool all_blocks_in =
+      c.collective == Collective::kReduceScatter || c.collective == Collective::kAlltoall;
+  const bool all_blocks_out =
+      c.collective == Collective::kAllgather || c.collective == Collective::kAlltoall;
+  const size_t in_count = all_blocks_in ? c.count * everyone : c.count;
   const size_t in_bytes = in_count * e;
-  const size_t out_count = c.collective == Collective::kAllgather ? c.count * everyone : c.count;
+  const size_t out_count = all_blocks_out ? c.count * everyone : c.count;
   const size_t out_bytes = out_count * e;
 
   std::vector<cuda::Stream> streams;
@@ -150,6 +156,9 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
     case Collective::kReduceScatter:
       communicator.reduce_scatter(ins, outs, c.count, c.type, c.op, streams);
       break;
+    case Collective::kAlltoall:
+      communicator.alltoall(ins, outs, c.count, c.type, streams);
+      break;
   }
   for (size_t d = 0; d < local; ++d) {
     layers[d]->copy_to_host(host_out[d].data(), outs[d], out_bytes, streams[d]);
@@ -193,6 +202,14 @@ void run_rank(Layer which, const MultiCase& c, Context& context) {
       case Collective::kReduceScatter:
         check_reduction(inputs, c.op, (static_cast<size_t>(rank) * local + d) * c.count, c.count,
                         got, what, problems);
+        break;
+      case Collective::kAlltoall:
+        // Block g came from contributor g: its input's block for this device's contributor.
+        for (size_t g = 0; g < everyone; ++g) {
+          check_copy(inputs, static_cast<int>(g), (static_cast<size_t>(rank) * local + d) * c.count,
+                     c.count, got + g * c.count * e, what + " block " + std::to_string(g),
+                     problems);
+        }
         break;
     }
   }
@@ -259,6 +276,9 @@ const MultiCase kCases[] = {
     {Collective::kReduceScatter, DataType::kFloat32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
     {Collective::kReduceScatter, DataType::kInt32, ReduceOp::kAvg, 2, 3, 64, 0, 0, false},
     {Collective::kReduceScatter, DataType::kBFloat16, ReduceOp::kMin, 2, 2, 90, 0, 0, false},
+    {Collective::kAlltoall, DataType::kInt32, ReduceOp::kSum, 3, 2, 100, 0, 0, false},
+    {Collective::kAlltoall, DataType::kFloat16, ReduceOp::kSum, 2, 3, 77, 0, 0, false},
+    {Collective::kAlltoall, DataType::kUint8, ReduceOp::kSum, 2, 1, 301, 0, 0, false},
 };
 
 std::vector<Param> params(Layer layer) {
