@@ -139,11 +139,13 @@ Handshake::Step Handshake::advance(const std::function<bool(int)>& expected,
     Step step = on_tls(deadline);
     if (step != Step::kMore || stage_ == Stage::kTls) return step;
   }
-  // Bytes the TLS channel already decrypted are not reported by poll(): read on while it has
-  // some (a hello and its nonce arrive in one record, but are read as two stages).
+  // Bytes the TLS channel already holds are not reported by poll(): read on while it has some
+  // (a hello and its nonce arrive in one record, but are read as two stages). After a read
+  // that would block, what it holds is part of a record whose rest poll() will report.
   while (true) {
+    would_block_ = false;
     Step step = read_stage(expected, deadline);
-    if (step != Step::kMore || !tls_ || !tls_->buffered() || !fd_.valid()) return step;
+    if (step != Step::kMore || !tls_ || would_block_ || !tls_->buffered()) return step;
   }
 }
 
@@ -152,7 +154,10 @@ Handshake::Step Handshake::read_stage(const std::function<bool(int)>& expected,
   // Exactly the bytes of this stage: what follows the handshake is the pair's first frames.
   ssize_t n = tls_ ? tls_->recv(buffer_ + received_, wanted_ - received_)
                    : ::recv(fd_.get(), buffer_ + received_, wanted_ - received_, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Step::kMore;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    would_block_ = true;
+    return Step::kMore;
+  }
   if (n <= 0) {
     // Over TLS, a peer that refused our certificate says why in an alert.
     std::string tls_reason = n < 0 && tls_ ? " [" + tls_->error() + "]" : "";

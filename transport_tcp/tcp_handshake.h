@@ -94,6 +94,7 @@ class Handshake {
   uint8_t buffer_[wire::kHelloBytes + auth::kNonceBytes + auth::kProofBytes] = {};
   size_t wanted_ = wire::kHelloBytes;
   size_t received_ = 0;
+  bool would_block_ = false;  // the last read found nothing more
   auth::Nonce initiator_nonce_{};
   auth::Nonce responder_nonce_{};
   std::string why_;
