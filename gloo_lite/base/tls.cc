@@ -21,6 +21,20 @@ const char* const kKnobs = "GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and GLOO_LITE_
 namespace {
 
 constexpr size_t kReadAheadBytes = 256 * 1024;
+// Encrypted bytes a send() prepares before it writes them: several records per system call.
+constexpr size_t kSealAheadBytes = 128 * 1024;
+
+// The write BIO of every channel: appends to the channel's out_ (tls.h says why).
+BIO_METHOD* sink_method(int (*write)(BIO*, const char*, int),
+                        long (*ctrl)(BIO*, int, long, void*)) {
+  static BIO_METHOD* method = [&] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gloo_lite tls out");
+    BIO_meth_set_write(m, write);
+    BIO_meth_set_ctrl(m, ctrl);
+    return m;
+  }();
+  return method;
+}
 
 constexpr const char* kWhatToDo =
     "; set all three of GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and GLOO_LITE_TLS_CA (PEM files: "
@@ -64,9 +78,6 @@ Context::Context(const std::string& cert, const std::string& key, const std::str
   // A peer that closes its socket ends the stream (reads return 0), as on plain TCP; frames
   // carry their own lengths, so a truncation is still noticed.
   SSL_CTX_set_options(ctx_, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-  // Non-blocking sends from a queue: return after each record, and allow the retry of a send
-  // to come from another buffer holding the same bytes (the gather buffer, a user payload).
-  SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Read what the socket holds in one call, several records at once, rather than a record
   // header and then its body: half the receive system calls. What is read ahead waits in the
   // channel (Channel::buffered()).
@@ -117,10 +128,17 @@ Channel::Channel(const Context& context, int fd, Role role, std::string peer)
     : fd_(fd), role_(role), peer_(std::move(peer)) {
   ERR_clear_error();
   ssl_ = SSL_new(context.get());
-  if (!ssl_ || SSL_set_fd(ssl_, fd) != 1) {
+  BIO* in = BIO_new_socket(fd, BIO_NOCLOSE);
+  BIO* out = BIO_new(sink_method(&Channel::sink_write, &Channel::sink_ctrl));
+  if (!ssl_ || !in || !out) {
+    BIO_free(in);
+    BIO_free(out);
     SSL_free(ssl_);
     throw Error("tls: cannot set up a connection: " + openssl_errors());
   }
+  BIO_set_data(out, this);
+  BIO_set_init(out, 1);
+  SSL_set_bio(ssl_, in, out);  // ssl_ owns both now
   set_nonblocking(fd, true);
   if (role == Role::kClient) {
     SSL_set_connect_state(ssl_);
@@ -132,20 +150,78 @@ Channel::Channel(const Context& context, int fd, Role role, std::string peer)
 
 Channel::~Channel() { SSL_free(ssl_); }
 
+int Channel::sink_write(BIO* bio, const char* data, int bytes) {
+  auto* self = static_cast<Channel*>(BIO_get_data(bio));
+  self->out_.insert(self->out_.end(), data, data + bytes);
+  self->out_total_ += static_cast<uint64_t>(bytes);
+  return bytes;
+}
+
+long Channel::sink_ctrl(BIO* bio, int command, long /*number*/, void* /*pointer*/) {
+  auto* self = static_cast<Channel*>(BIO_get_data(bio));
+  switch (command) {
+    case BIO_CTRL_FLUSH:
+      return 1;  // flush() writes out_ when the caller's socket can take it
+    case BIO_CTRL_WPENDING:
+    case BIO_CTRL_PENDING:
+      return static_cast<long>(self->out_.size() - self->out_sent_);
+    default:
+      return 0;
+  }
+}
+
+int Channel::flush() {
+  // Bytes OpenSSL wrote on its own (handshake messages, alerts) belong to no caller's data.
+  uint64_t sealed_end = sealed_.empty() ? out_flushed_ : sealed_.back().end;
+  if (out_total_ > sealed_end) sealed_.push_back({out_total_, 0});
+  int result = 0;
+  while (out_sent_ < out_.size()) {
+    ssize_t n =
+        ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      out_sent_ += static_cast<size_t>(n);
+      out_flushed_ += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      events_ = POLLOUT;
+      result = 1;
+      break;
+    }
+    error_ = std::strerror(errno);
+    result = -1;
+    break;
+  }
+  if (out_sent_ == out_.size()) {
+    out_.clear();
+    out_sent_ = 0;
+  }
+  while (!sealed_.empty() && sealed_.front().end <= out_flushed_) {
+    flushed_plain_ += sealed_.front().plain;
+    sealed_.pop_front();
+  }
+  return result;
+}
+
 Channel::Progress Channel::handshake_step() {
+  // Our last flight must be out before the peer can answer it.
+  if (flush() == 1) return Progress::kMore;
   ERR_clear_error();
   errno = 0;
   int rc = SSL_do_handshake(ssl_);
-  if (rc == 1) {
+  int code = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, rc);
+  int saved_errno = errno;
+  if (code == SSL_ERROR_NONE || code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+    if (flush() == 1) return Progress::kMore;  // events_ is POLLOUT
+    if (rc == 1) {
+      events_ = POLLIN;
+      return Progress::kDone;
+    }
     events_ = POLLIN;
-    return Progress::kDone;
-  }
-  int code = SSL_get_error(ssl_, rc);
-  if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
-    events_ = code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
     return Progress::kMore;
   }
-  int saved_errno = errno;
+  flush();  // the alert that tells the peer why, if the socket takes it
   error_ = openssl_errors();
   long verified = SSL_get_verify_result(ssl_);
   if (verified != X509_V_OK) {
@@ -215,31 +291,74 @@ ssize_t Channel::recv(void* data, size_t bytes) {
   ERR_clear_error();
   errno = 0;
   int n = SSL_read(ssl_, data, static_cast<int>(std::min<size_t>(bytes, INT_MAX)));
-  return n > 0 ? n : io_failure(n);
+  ssize_t result = n > 0 ? n : io_failure(n);
+  if (!out_.empty()) {
+    // A read can make OpenSSL answer (an alert); that goes out when the socket takes it.
+    int saved_errno = errno;
+    flush();
+    errno = saved_errno;
+  }
+  return result;
+}
+
+bool Channel::seal(const void* data, size_t bytes) {
+  ERR_clear_error();
+  errno = 0;
+  // The write BIO never blocks, so OpenSSL takes all of it or fails.
+  int n = SSL_write(ssl_, data, static_cast<int>(bytes));
+  if (n <= 0) {
+    io_failure(n);
+    return false;
+  }
+  sealed_.push_back({out_total_, bytes});
+  unreported_ += bytes;
+  return true;
 }
 
 ssize_t Channel::send(const iovec* iov, int count) {
-  const void* data = gather_.data();
-  size_t bytes = 0;
-  if (count > 0 && iov[0].iov_len >= gather_.size()) {
-    // A large payload is encrypted straight from the caller's buffer (OpenSSL copies it into
-    // records anyway).
-    data = iov[0].iov_base;
-    bytes = std::min<size_t>(iov[0].iov_len, size_t{1} << 30);
-  } else {
-    // Headers and short payloads: one record instead of one per piece. The same queue front
-    // always gathers the same leading bytes, which a retry after EAGAIN needs.
-    for (int i = 0; i < count && bytes < gather_.size(); ++i) {
-      size_t take = std::min(iov[i].iov_len, gather_.size() - bytes);
-      std::memcpy(gather_.data() + bytes, iov[i].iov_base, take);
-      bytes += take;
+  // Encrypt what is offered past what was encrypted already, a batch of records at a time.
+  size_t skip = unreported_;
+  size_t gathered = 0;
+  for (int i = 0; i < count && out_.size() - out_sent_ < kSealAheadBytes; ++i) {
+    const auto* piece = static_cast<const uint8_t*>(iov[i].iov_base);
+    size_t left = iov[i].iov_len;
+    size_t skipped = std::min(skip, left);
+    skip -= skipped;
+    piece += skipped;
+    left -= skipped;
+    while (left > 0 && out_.size() - out_sent_ < kSealAheadBytes) {
+      if (gathered == 0 && left >= gather_.size()) {
+        // A large payload is encrypted straight from the caller's buffer, a record at a time.
+        if (!seal(piece, gather_.size())) return -1;
+        piece += gather_.size();
+        left -= gather_.size();
+        continue;
+      }
+      // Headers and short payloads: gathered into one record instead of one record each.
+      size_t take = std::min(left, gather_.size() - gathered);
+      std::memcpy(gather_.data() + gathered, piece, take);
+      gathered += take;
+      piece += take;
+      left -= take;
+      if (gathered == gather_.size()) {
+        if (!seal(gather_.data(), gathered)) return -1;
+        gathered = 0;
+      }
     }
   }
-  if (bytes == 0) return 0;
-  ERR_clear_error();
-  errno = 0;
-  int n = SSL_write(ssl_, data, static_cast<int>(bytes));
-  return n > 0 ? n : io_failure(n);
+  if (gathered > 0 && !seal(gather_.data(), gathered)) return -1;
+  int flushed = flush();
+  size_t done = flushed_plain_;
+  flushed_plain_ = 0;
+  unreported_ -= done;
+  if (done > 0) return static_cast<ssize_t>(done);
+  if (flushed < 0) {
+    errno = EPIPE;
+    return -1;
+  }
+  // Nothing of the caller's is out yet: the socket is full (an empty offer sends nothing).
+  errno = EAGAIN;
+  return flushed == 1 ? -1 : 0;
 }
 
 bool Channel::buffered() const { return SSL_pending(ssl_) > 0 || SSL_has_pending(ssl_) == 1; }

@@ -16,13 +16,16 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gloo_lite/base/deadline.h"
 
 struct ssl_ctx_st;
 struct ssl_st;
+struct bio_st;
 
 namespace gloo_lite::tls {
 
@@ -66,9 +69,10 @@ class Channel {
   // Like ::recv(fd, data, bytes, MSG_DONTWAIT): > 0 bytes read, 0 at the peer's end, -1 with
   // errno (EAGAIN: nothing to read now; otherwise error() says why).
   ssize_t recv(void* data, size_t bytes);
-  // Like ::sendmsg(MSG_DONTWAIT): bytes sent from the front of `iov`, or -1 with errno. A call
-  // after EAGAIN must offer at least the bytes it offered before, from the same front (what a
-  // send queue that only grows at its back does anyway).
+  // Like ::sendmsg(MSG_DONTWAIT): bytes sent from the front of `iov` (their records are on the
+  // socket), or -1 with errno. Bytes not reported as sent must be offered again, from the same
+  // front (what a send queue that only grows at its back does anyway): the channel may have
+  // encrypted them already and skips them.
   ssize_t send(const iovec* iov, int count);
   // Whether decrypted or received bytes wait inside the channel: epoll will not report them.
   bool buffered() const;
@@ -83,6 +87,14 @@ class Channel {
  private:
   ssize_t io_failure(int rc);  // maps SSL_get_error to the recv/sendmsg conventions
   bool wait(const Deadline& deadline);
+  // Encrypts `bytes` (one record's worth at most) into out_.
+  bool seal(const void* data, size_t bytes);
+  // Writes what out_ holds to the socket, counting the caller's bytes whose records are now all
+  // on it into flushed_plain_. Returns 0 when out_ is empty, 1 when the socket is full, -1 with
+  // error_ when the connection broke.
+  int flush();
+  static int sink_write(bio_st* bio, const char* data, int bytes);
+  static long sink_ctrl(bio_st* bio, int command, long number, void* pointer);
 
   ssl_st* ssl_ = nullptr;
   int fd_;
@@ -92,6 +104,22 @@ class Channel {
   std::string error_;
   // Small pieces of a gather write (a frame header and a short payload) go out as one record.
   std::array<uint8_t, 16384> gather_{};
+  // What OpenSSL writes goes here first (its write BIO is this channel), so that several
+  // records leave in one send(): one system call and one wakeup of the receiver per batch,
+  // not per 16 KiB record.
+  std::vector<uint8_t> out_;
+  size_t out_sent_ = 0;       // of out_
+  uint64_t out_total_ = 0;    // bytes ever appended to out_
+  uint64_t out_flushed_ = 0;  // of those, on the socket
+  // Records in out_, in order: where each ends in the stream of out_total_, and the plaintext
+  // bytes of the caller's it holds (0 for the handshake's and alerts).
+  struct Sealed {
+    uint64_t end;
+    size_t plain;
+  };
+  std::deque<Sealed> sealed_;
+  size_t unreported_ = 0;     // the caller's bytes encrypted and not yet reported as sent
+  size_t flushed_plain_ = 0;  // of those, the ones now on the socket
 };
 
 // What a failed handshake or refusal should tell the operator to check.
