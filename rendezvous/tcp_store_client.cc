@@ -272,6 +272,8 @@ class TcpStore final : public Store {
       c->tls = std::make_unique<tls::Channel>(*tls_, c->fd.get(), tls::Role::kClient, name_);
       try {
         c->tls->handshake(deadline, op_name(op));
+      } catch (const TimeoutError& e) {
+        throw StoreError(name_ + ": " + e.what() + kServerHint);
       } catch (const Error& e) {
         throw StoreError(name_ + ": " + e.what());
       }

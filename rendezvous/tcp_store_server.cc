@@ -242,6 +242,9 @@ struct TcpStoreServer::Impl {
         update_interest(c);
         return;
       case tls::Channel::Progress::kFailed:
+        if (c.tls->hung_up()) {
+          return drop(id, "disconnected during its TLS handshake", LogLevel::kDebug);
+        }
         return drop(id,
                     "its TLS handshake failed (" + c.tls->error() +
                         "): a client without TLS, or without a certificate signed by this "

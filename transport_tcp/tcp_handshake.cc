@@ -122,6 +122,11 @@ Handshake::Step Handshake::on_tls(const Deadline& deadline) {
                     "): every rank needs " + tls::kKnobs +
                     ", with certificates signed by the same CA");
       }
+      if (tls_->hung_up()) {
+        tls_.reset();
+        fd_.reset();  // a port scanner or a peer that gave up, as on a plain port
+        return Step::kRejected;
+      }
       return reject("its TLS handshake failed (" + tls_->error() +
                     "): a client without TLS, or without a certificate signed by this job's CA "
                     "(GLOO_LITE_TLS_CA)");

@@ -228,6 +228,7 @@ Channel::Progress Channel::handshake_step() {
     error_ += std::string(error_.empty() ? "" : ": ") + X509_verify_cert_error_string(verified);
   }
   if (error_.empty()) {
+    hung_up_ = saved_errno == 0;
     error_ = saved_errno != 0 ? std::strerror(saved_errno)
                               : "the peer closed the connection during the TLS handshake";
   }

@@ -65,6 +65,9 @@ class Channel {
   // the peer and the knobs, or TimeoutError.
   void handshake(const Deadline& deadline, const std::string& what);
   short poll_events() const { return events_; }
+  // After kFailed: the peer just closed the connection, with no alert and no bytes that are not
+  // TLS (a client that gave up, a port scanner): nothing worth a warning.
+  bool hung_up() const { return hung_up_; }
 
   // Like ::recv(fd, data, bytes, MSG_DONTWAIT): > 0 bytes read, 0 at the peer's end, -1 with
   // errno (EAGAIN: nothing to read now; otherwise error() says why).
@@ -100,7 +103,8 @@ class Channel {
   int fd_;
   Role role_;
   std::string peer_;
-  short events_ = 0;  // what the last operation waits for (POLLIN/POLLOUT)
+  short events_ = 0;
+  bool hung_up_ = false;  // what the last operation waits for (POLLIN/POLLOUT)
   std::string error_;
   // Small pieces of a gather write (a frame header and a short payload) go out as one record.
   std::array<uint8_t, 16384> gather_{};
