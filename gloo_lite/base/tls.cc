@@ -125,7 +125,7 @@ std::shared_ptr<const Context> configured_context() {
 }
 
 Channel::Channel(const Context& context, int fd, Role role, std::string peer)
-    : fd_(fd), role_(role), peer_(std::move(peer)) {
+    : fd_(fd), peer_(std::move(peer)) {
   ERR_clear_error();
   ssl_ = SSL_new(context.get());
   BIO* in = BIO_new_socket(fd, BIO_NOCLOSE);

@@ -101,7 +101,6 @@ class Channel {
 
   ssl_st* ssl_ = nullptr;
   int fd_;
-  Role role_;
   std::string peer_;
   short events_ = 0;
   bool hung_up_ = false;  // what the last operation waits for (POLLIN/POLLOUT)
