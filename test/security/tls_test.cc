@@ -305,6 +305,9 @@ TEST(Tls, TransportRefusesPeersWithoutTheCasCertificateAndTheJobGoesOn) {
         auto store = make_file_store(store_dir.path());
         SocketAddress rank0 =
             SocketAddress::parse(to_string(store->get("real/0", Deadline::after(seconds(30)))));
+        // A client that connects and says nothing: its handshake never finishes, and nobody
+        // waits for it.
+        Fd silent = connect_tcp(rank0, Deadline::after(seconds(10)), "silent client");
         std::string refused;
         // Another CA's certificate, trusting that CA: it refuses rank 0, which hears why.
         refused += tls_intruder(rank0, "intruder", "wrong-ca") + " ";
@@ -430,6 +433,21 @@ TEST(TlsStore, RefusesClientsWithoutTheCasCertificateAndGoesOn) {
   std::string log = s.text_with("its TLS handshake failed", 4);
   EXPECT_EQ(count_of(log, "its TLS handshake failed"), 4u) << log;
   EXPECT_EQ(count_of(log, "dropping client " + garbage + ": its TLS handshake failed"), 1u) << log;
+}
+
+TEST(TlsStore, ASilentClientIsDroppedAfterTheStallTimeoutAndOthersAreServed) {
+  ScopedEnv stall("GLOO_LITE_STORE_STALL_MS", "300");
+  TlsServer s;
+  auto deadline = Deadline::after(seconds(10));
+  Fd silent = connect_tcp(s.address(), deadline, "silent client");
+  std::string address = SocketAddress::local_of(silent.get()).to_string();
+  s.expect_still_serves();  // the server's one thread is not held by the silent handshake
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(closed_by_peer(silent.get(), deadline));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(5));
+  std::string log = s.text_with("left its TLS handshake unfinished", 1);
+  EXPECT_EQ(count_of(log, "dropping client " + address + ": stalled: left its TLS handshake"), 1u)
+      << log;
 }
 
 TEST(TlsStore, TlsClientOnAPlainStoreIsRefused) {
