@@ -1,12 +1,14 @@
 // Client of TcpStoreServer. Each operation is one request and one response on a pooled
 // connection; get/wait send their remaining time and the server answers when the keys exist or
 // that time is up, so waiting costs a single round trip. With a secret configured, every new
-// connection first runs the mutual challenge-response (tcp_store_protocol.h, docs/security.md).
+// connection first runs the mutual challenge-response (tcp_store_protocol.h, docs/security.md);
+// with TLS configured (base/tls.h), every connection runs over TLS, the challenge included.
 #include <algorithm>
 #include <cstring>
 
 #include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/base/tls.h"
 #include "rendezvous/connection_pool.h"
 #include "rendezvous/store_util.h"
 #include "rendezvous/stores.h"
@@ -28,6 +30,12 @@ constexpr const char* kServerHint =
     "; is the store server (gloo_lite_store, gloo_lite_run, or rank 0 under torchrun) alive, "
     "running (not stopped) and reachable from this host?";
 
+// A pooled connection: the socket, and its TLS channel when TLS is configured.
+struct Connection {
+  Fd fd;
+  std::unique_ptr<tls::Channel> tls;
+};
+
 struct Response {
   Status status = Status::kOk;
   Bytes body;
@@ -38,6 +46,7 @@ class TcpStore final : public Store {
  public:
   TcpStore(const std::string& host, uint16_t port, const Deadline& deadline)
       : secret_(auth::configured_secret()),
+        tls_(tls::configured_context()),
         address_(SocketAddress::resolve(host, port)),
         name_(
             "tcp://" +
@@ -175,9 +184,9 @@ class TcpStore final : public Store {
   // opens a fresh one.
   Response exchange(Op op, const Bytes& message, const Deadline& connect_by,
                     const Deadline& deadline) {
-    std::unique_ptr<Fd> connection = pool_.take();
-    if (!connection) connection = std::make_unique<Fd>(connect(op, connect_by, deadline));
-    Response response = round_trip(connection->get(), op, message, deadline);
+    std::unique_ptr<Connection> connection = pool_.take();
+    if (!connection) connection = connect(op, connect_by, deadline);
+    Response response = round_trip(*connection, op, message, deadline);
     // After an ERROR the server may close the connection (it does on protocol violations), so
     // only connections that succeeded go back to the pool.
     if (response.status != Status::kError) pool_.give_back(std::move(connection));
@@ -189,18 +198,19 @@ class TcpStore final : public Store {
   }
 
   // One request and its response, read whole; no pool handling and no status checks.
-  Response round_trip(int fd, Op op, const Bytes& message, const Deadline& deadline) {
+  Response round_trip(Connection& c, Op op, const Bytes& message, const Deadline& deadline) {
     std::string what = op_name(op);
-    write_all(fd, message.data(), message.size(), deadline, what);
+    tls::write_all(c.tls.get(), c.fd.get(), message.data(), message.size(), deadline, what);
     uint8_t header[kResponseHeaderBytes];
-    read_all(fd, header, sizeof(header), deadline, what);
+    tls::read_all(c.tls.get(), c.fd.get(), header, sizeof(header), deadline, what);
     ResponseHeader decoded;
     std::string problem = decode_response_header(header, &decoded);
     if (!problem.empty()) throw StoreError(name_ + ": bad response to " + what + ": " + problem);
     Response response;
     response.status = decoded.status;
     response.body.resize(decoded.body_bytes);
-    read_all(fd, response.body.data(), response.body.size(), deadline, what);
+    tls::read_all(c.tls.get(), c.fd.get(), response.body.data(), response.body.size(), deadline,
+                  what);
     problem = parse_items(response.body, &response.items);
     if (!problem.empty()) throw StoreError(name_ + ": bad response to " + what + ": " + problem);
     return response;
@@ -217,13 +227,13 @@ class TcpStore final : public Store {
 
   // The server proves it holds the secret before this client proves it: a client never sends
   // its proof to a server that could not answer its fresh nonce.
-  void authenticate(int fd, const Deadline& deadline) {
+  void authenticate(Connection& c, const Deadline& deadline) {
     auth::Transcript transcript;
     transcript.purpose = kAuthPurpose;
     transcript.initiator_nonce = auth::fresh_nonce();
     MessageBuilder hello(kRequestHeaderBytes, 1);
     hello.add(transcript.initiator_nonce.data(), transcript.initiator_nonce.size());
-    Response challenge = round_trip(fd, kAuthHello, hello.finish_request(kAuthHello, 0), deadline);
+    Response challenge = round_trip(c, kAuthHello, hello.finish_request(kAuthHello, 0), deadline);
     if (challenge.status == Status::kError) refused(challenge);
     if (challenge.status != Status::kOk || challenge.items.size() != 2 ||
         challenge.items[0].size != auth::kNonceBytes ||
@@ -240,26 +250,36 @@ class TcpStore final : public Store {
     auth::Proof proof = auth::prove(*secret_, auth::Role::kInitiator, transcript);
     MessageBuilder answer(kRequestHeaderBytes, 1);
     answer.add(proof.data(), proof.size());
-    Response verdict = round_trip(fd, kAuthProof, answer.finish_request(kAuthProof, 0), deadline);
+    Response verdict = round_trip(c, kAuthProof, answer.finish_request(kAuthProof, 0), deadline);
     if (verdict.status == Status::kError) refused(verdict);
     expect_items(verdict, kAuthProof, 0);
   }
 
   // Refused connections are retried (the server may be starting) until `connect_by`; the
   // authentication, where a secret is set, ends by `deadline`.
-  Fd connect(Op op, const Deadline& connect_by, const Deadline& deadline) {
+  std::unique_ptr<Connection> connect(Op op, const Deadline& connect_by, const Deadline& deadline) {
     auto started = Deadline::Clock::now();
-    Fd fd;
+    auto c = std::make_unique<Connection>();
     try {
-      fd = connect_tcp(address_, connect_by, op_name(op));
+      c->fd = connect_tcp(address_, connect_by, op_name(op));
     } catch (const Error& e) {
       auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
       throw StoreError(name_ + ": cannot connect for " + op_name(op) + " within " +
                        format_ms(waited) + " (" + e.what() + ")" + kServerHint);
     }
-    if (secret_) authenticate(fd.get(), deadline);
-    return fd;
+    if (tls_) {
+      c->tls = std::make_unique<tls::Channel>(*tls_, c->fd.get(), tls::Role::kClient, name_);
+      try {
+        c->tls->handshake(deadline, op_name(op));
+      } catch (const TimeoutError& e) {
+        throw StoreError(name_ + ": " + e.what() + kServerHint);
+      } catch (const Error& e) {
+        throw StoreError(name_ + ": " + e.what());
+      }
+    }
+    if (secret_) authenticate(*c, deadline);
+    return c;
   }
 
   [[noreturn]] void malformed(Op op) const {
@@ -277,9 +297,10 @@ class TcpStore final : public Store {
   }
 
   std::shared_ptr<const auth::Secret> secret_;  // nullptr: the server is not asked to prove one
+  std::shared_ptr<const tls::Context> tls_;     // nullptr: plain TCP
   SocketAddress address_;
   std::string name_;
-  store_detail::ConnectionPool<Fd> pool_;
+  store_detail::ConnectionPool<Connection> pool_;
 };
 
 }  // namespace

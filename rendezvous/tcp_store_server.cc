@@ -6,9 +6,13 @@
 // for longer than the stall timeout is dropped.
 // With a secret configured (docs/security.md), a client must prove it holds the secret, after
 // the server proved it, before any other request is read past its header.
+// With TLS configured (base/tls.h), every connection opens with a TLS handshake, taken in
+// non-blocking steps on this thread and bounded by the stall timeout; a client without a
+// certificate from the store's CA is dropped before any request is read.
 // Blocking get/wait requests are parked in the Service until their keys appear or their deadline
 // passes, so a waiting client costs one request, not a polling loop.
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/base/tls.h"
 #include "rendezvous/stores.h"
 #include "rendezvous/tcp_store_budget.h"
 #include "rendezvous/tcp_store_service.h"
@@ -43,6 +48,8 @@ constexpr size_t kReadChunk = 256 * 1024;
 struct Connection {
   ClientId id = 0;
   Fd fd;
+  std::unique_ptr<tls::Channel> tls;  // with TLS configured: every byte goes through it
+  bool handshaking = false;           // TLS handshake not finished yet
   std::string peer;
   uint8_t header[tcp_store::kRequestHeaderBytes];
   size_t header_got = 0;
@@ -63,8 +70,9 @@ struct Connection {
   auth::Nonce server_nonce{};
 
   bool sending() const { return out_sent < out.size(); }
-  bool reading() const { return !parked && !sending() && !awaiting_budget; }
+  bool reading() const { return !parked && !sending() && !awaiting_budget && !handshaking; }
   std::string progress() const {
+    if (handshaking) return "left its TLS handshake unfinished";
     if (sending()) {
       return "left " + std::to_string(out.size() - out_sent) + " of " + std::to_string(out.size()) +
              " response bytes unread";
@@ -103,6 +111,7 @@ std::string public_url(const SocketAddress& bound) {
 struct TcpStoreServer::Impl {
   explicit Impl(const SocketAddress& bind)
       : secret(auth::configured_secret()),
+        tls_context(tls::configured_context()),
         listen(listen_tcp(bind)),
         address(SocketAddress::local_of(listen.get())),
         url(public_url(address)),
@@ -159,6 +168,7 @@ struct TcpStoreServer::Impl {
       }
       deliver(service.expire(Clock::now()));
       drop_stalled(Clock::now());
+      serve_tls_buffered();
       if (accept_paused && Clock::now() >= accept_resume) {
         accept_paused = false;
         watch(listen.get(), kListenId, EPOLLIN);
@@ -199,6 +209,12 @@ struct TcpStoreServer::Impl {
       connection->events = EPOLLIN | EPOLLRDHUP;
       ClientId id = next_id++;
       connection->id = id;
+      if (tls_context) {
+        connection->tls =
+            std::make_unique<tls::Channel>(*tls_context, fd, tls::Role::kServer, connection->peer);
+        connection->handshaking = true;
+        arm_stall(*connection);  // a client that never finishes its handshake is dropped
+      }
       watch(fd, id, connection->events);
       LOG_DEBUG("store", "server " << url << ": client " << connection->peer << " connected");
       clients.emplace(id, std::move(connection));
@@ -210,13 +226,73 @@ struct TcpStoreServer::Impl {
     if (it == clients.end()) return;
     Connection& c = *it->second;
     if (events & EPOLLERR) return drop(id, "socket error", LogLevel::kWarn);
+    if (c.handshaking) return continue_handshake(id, c);
     if ((events & EPOLLOUT) && !flush(id, c)) return;
     if (events & EPOLLIN) {
-      read_requests(id, c);
+      serve(id);
     } else if (events & (EPOLLHUP | EPOLLRDHUP)) {
       drop(id, c.parked ? "disconnected while its request was waiting" : "disconnected",
            LogLevel::kInfo);
     }
+  }
+
+  void continue_handshake(ClientId id, Connection& c) {
+    switch (c.tls->handshake_step()) {
+      case tls::Channel::Progress::kMore:
+        update_interest(c);
+        return;
+      case tls::Channel::Progress::kFailed:
+        if (c.tls->hung_up()) {
+          return drop(id, "disconnected during its TLS handshake", LogLevel::kDebug);
+        }
+        return drop(id,
+                    "its TLS handshake failed (" + c.tls->error() +
+                        "): a client without TLS, or without a certificate signed by this "
+                        "store's CA (GLOO_LITE_TLS_CA)",
+                    LogLevel::kWarn);
+      case tls::Channel::Progress::kDone:
+        c.handshaking = false;
+        disarm_stall(c);
+        update_interest(c);
+        LOG_DEBUG("store",
+                  "server " << url << ": client " << c.peer << " finished its TLS handshake");
+        serve(id);  // its first request may have come with the handshake's last record
+        return;
+    }
+  }
+
+  // read_requests, and a note when the client's TLS channel still holds bytes: epoll will not
+  // report them, so the loop reads them once the client may read again.
+  void serve(ClientId id) {
+    auto it = clients.find(id);
+    if (it == clients.end()) return;
+    read_requests(id, *it->second);
+    it = clients.find(id);
+    if (it != clients.end() && it->second->tls && it->second->tls->buffered()) {
+      tls_buffered.insert(id);
+    }
+  }
+
+  void serve_tls_buffered() {
+    if (tls_buffered.empty()) return;
+    std::vector<ClientId> ids(tls_buffered.begin(), tls_buffered.end());
+    for (ClientId id : ids) {
+      auto it = clients.find(id);
+      if (it == clients.end()) {
+        tls_buffered.erase(id);
+      } else if (it->second->reading()) {
+        tls_buffered.erase(id);
+        serve(id);
+      }
+    }
+  }
+
+  ssize_t receive(Connection& c, void* data, size_t bytes) {
+    return c.tls ? c.tls->recv(data, bytes) : ::recv(c.fd.get(), data, bytes, 0);
+  }
+
+  std::string io_error(const Connection& c) const {
+    return c.tls ? c.tls->error() : std::strerror(errno);
   }
 
   // Reads and executes requests until the socket has no more data, or the client has a
@@ -225,7 +301,7 @@ struct TcpStoreServer::Impl {
     while (c.reading()) {
       ssize_t n = 0;
       if (!c.in_body) {
-        n = ::recv(c.fd.get(), c.header + c.header_got, sizeof(c.header) - c.header_got, 0);
+        n = receive(c, c.header + c.header_got, sizeof(c.header) - c.header_got);
         if (n > 0) {
           if (c.header_got == 0) arm_stall(c);
           c.header_got += static_cast<size_t>(n);
@@ -234,17 +310,22 @@ struct TcpStoreServer::Impl {
         size_t old = c.body.size();
         size_t chunk = std::min<size_t>(kReadChunk, c.request.body_bytes - old);
         c.body.resize(old + chunk);
-        n = ::recv(c.fd.get(), c.body.data() + old, chunk, 0);
+        n = receive(c, c.body.data() + old, chunk);
         c.body.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
       }
       if (n == 0) return on_eof(id, c);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        return drop(id, std::string("read failed: ") + std::strerror(errno), LogLevel::kWarn);
+        return drop(id, "read failed: " + io_error(c), LogLevel::kWarn);
       }
       if (!c.in_body && !c.awaiting_budget && c.header_got == sizeof(c.header)) {
         std::string problem = tcp_store::decode_request_header(c.header, &c.request);
+        if (!problem.empty() && !c.tls && tls::looks_like_tls(c.header)) {
+          // Still "bad magic" first: a client that does not speak our protocol gets no answer.
+          problem = "bad magic: a TLS handshake on this store's plain TCP port (" +
+                    std::string(tls::kKnobs) + " are set on the client but not on the server)";
+        }
         if (!problem.empty()) return reject(id, c, problem);
         problem = admission(c);
         if (!problem.empty()) return reject(id, c, problem);
@@ -459,8 +540,10 @@ struct TcpStoreServer::Impl {
   // Returns false when the client was dropped.
   bool flush(ClientId id, Connection& c) {
     while (c.sending()) {
-      ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      iovec rest{c.out.data() + c.out_sent, c.out.size() - c.out_sent};
+      ssize_t n =
+          c.tls ? c.tls->send(&rest, 1)
+                : ::send(c.fd.get(), rest.iov_base, rest.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.out_sent += static_cast<size_t>(n);
       } else if (n < 0 && errno == EINTR) {
@@ -468,7 +551,7 @@ struct TcpStoreServer::Impl {
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         break;
       } else {
-        drop(id, std::string("write failed: ") + std::strerror(errno), LogLevel::kWarn);
+        drop(id, "write failed: " + io_error(c), LogLevel::kWarn);
         return false;
       }
     }
@@ -484,7 +567,9 @@ struct TcpStoreServer::Impl {
 
   void update_interest(Connection& c) {
     uint32_t wanted = EPOLLRDHUP;
-    if (c.sending()) {
+    if (c.handshaking) {
+      wanted |= c.tls->poll_events() == POLLOUT ? EPOLLOUT : EPOLLIN;
+    } else if (c.sending()) {
       wanted |= EPOLLOUT;
     } else if (c.reading()) {
       wanted |= EPOLLIN;
@@ -500,10 +585,13 @@ struct TcpStoreServer::Impl {
   // A protocol violation: tell the client why when it speaks our protocol at all (a bad magic
   // means it does not, so it gets nothing), then drop it.
   void reject(ClientId id, Connection& c, const std::string& problem) {
-    if (problem.rfind("bad magic", 0) != 0) {
+    // Over TLS only once the handshake is done: a refused handshake gets its alert instead.
+    if (problem.rfind("bad magic", 0) != 0 && !c.handshaking) {
       Bytes message = tcp_store::error_response(url + ": " + problem);
+      iovec whole{message.data(), message.size()};
       ssize_t ignored =
-          ::send(c.fd.get(), message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          c.tls ? c.tls->send(&whole, 1)
+                : ::send(c.fd.get(), message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)ignored;
     }
     drop(id, problem, LogLevel::kWarn);
@@ -520,7 +608,9 @@ struct TcpStoreServer::Impl {
     admit(budget.release(id));
   }
 
-  std::shared_ptr<const auth::Secret> secret;  // nullptr: clients are not authenticated
+  std::shared_ptr<const auth::Secret> secret;       // nullptr: clients are not authenticated
+  std::shared_ptr<const tls::Context> tls_context;  // nullptr: plain TCP
+  std::set<ClientId> tls_buffered;                  // clients whose TLS channel holds unread bytes
   Fd listen;
   SocketAddress address;
   std::string url;

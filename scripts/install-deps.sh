@@ -12,7 +12,8 @@ packages=(
   libgmock-dev
   libbenchmark-dev  # benchmark/
   libhiredis-dev    # the Redis store
-  libssl-dev        # libcrypto: HMAC and random nonces for authentication (docs/security.md)
+  libssl-dev        # libcrypto: HMAC and random nonces for authentication; libssl: TLS (docs/security.md)
+  openssl           # the TLS tests make their CA and certificates with the openssl command
   redis-server      # the Redis store tests start their own server on loopback
   clang-format      # scripts and reviewers format C++ with it
   clang             # the libFuzzer targets (scripts/fuzz.sh); GCC builds everything else

@@ -1,8 +1,9 @@
 // Connecting and closing a mesh. Rank r connects to every lower rank and accepts every higher
 // one on its own listener; each connection opens with a handshake (tcp_handshake.h) that carries
 // magic, protocol version, context id and both ranks and, with a secret configured, proves both
-// sides hold it. Anything else (a port scanner, a rank of another job, a stale peer, an impostor)
-// is logged and dropped while the rendezvous goes on.
+// sides hold it; with TLS configured, all of it runs inside a TLS channel. Anything else (a port
+// scanner, a rank of another job, a stale peer, an impostor) is logged and dropped while the
+// rendezvous goes on.
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/base/tls.h"
 #include "transport_tcp/tcp_handshake.h"
 #include "transport_tcp/tcp_mesh.h"
 
@@ -55,6 +57,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   setup.rank = rank_;
   setup.size = size_;
   setup.secret = auth::configured_secret();
+  setup.tls = tls::configured_context();
 
   std::vector<Handshake> pending;
   // The last refusal of a connection that claimed each rank: a timeout names it, since a rank
@@ -73,6 +76,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   auto establish = [&](Handshake& handshake) {
     Pair& pair = *pairs_[handshake.peer()];
     pair.fd_ = handshake.take_fd();
+    pair.tls_ = handshake.take_tls();
     set_nonblocking(pair.fd_.get(), true);
     tune_socket(pair.fd_.get());
     --missing;
@@ -81,7 +85,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   while (missing > 0) {
     std::vector<pollfd> fds;
     fds.push_back({listener_.get(), POLLIN, 0});
-    for (auto& handshake : pending) fds.push_back({handshake.fd(), POLLIN, 0});
+    for (auto& handshake : pending) fds.push_back({handshake.fd(), handshake.poll_events(), 0});
     int ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) {
       throw ConnectionError(std::string("connect: poll(): ") + std::strerror(errno));
@@ -96,7 +100,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       }
     }
     for (size_t i = 1; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(fds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
       Handshake& handshake = pending[i - 1];
       switch (handshake.advance(expected, deadline)) {
         case Handshake::Step::kMore:
@@ -152,6 +156,8 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pair->open_ = true;
     pair->interest_ = EPOLLIN;
     loop_->add(pair->fd_.get(), EPOLLIN, pair.get());
+    // Frames the TLS channel decrypted with the handshake's last record: epoll will not tell.
+    if (pair->tls_ && pair->tls_->buffered()) read_pair(*pair);
   }
 }
 

@@ -7,6 +7,8 @@
 // direction. The listener admits a rank only once its proof checks, so a hello copied from the
 // store's records or replayed from an earlier connection gets nowhere: its proof would have to
 // answer this connection's fresh nonce.
+// With TLS configured (base/tls.h), a TLS handshake comes first and all of the above runs inside
+// the channel; a peer without a certificate from the job's CA is refused before its hello.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 
 #include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/socket.h"
+#include "gloo_lite/base/tls.h"
 #include "transport_tcp/wire.h"
 
 namespace gloo_lite::tcp {
@@ -27,6 +30,7 @@ struct HandshakeSetup {
   int rank = 0;
   int size = 0;
   std::shared_ptr<const auth::Secret> secret;  // nullptr: no authentication
+  std::shared_ptr<const tls::Context> tls;     // nullptr: plain TCP
 };
 
 class Handshake {
@@ -38,7 +42,8 @@ class Handshake {
     kFailed,    // the rank we dialled refused us or failed to prove the secret: fatal
   };
 
-  // A connection this rank dialled to `peer`: writes the opening hello at once.
+  // A connection this rank dialled to `peer`: writes the opening hello at once (with TLS,
+  // starts the TLS handshake; the hello follows it).
   static Handshake dialled(const HandshakeSetup& setup, Fd fd, int peer, std::string address,
                            const Deadline& deadline);
   // A connection accepted on the listener, from `address`.
@@ -46,6 +51,10 @@ class Handshake {
 
   int fd() const { return fd_.get(); }
   Fd take_fd() { return std::move(fd_); }
+  // The TLS channel the pair goes on with (nullptr: plain TCP).
+  std::unique_ptr<tls::Channel> take_tls() { return std::move(tls_); }
+  // What to poll the socket for: POLLOUT while the TLS handshake waits to write.
+  short poll_events() const;
   bool dialled() const { return dialled_; }
   // The rank dialled, or the rank an accepted connection claims (-1 before its hello).
   int peer() const { return peer_; }
@@ -57,9 +66,14 @@ class Handshake {
   Step advance(const std::function<bool(int)>& expected, const Deadline& deadline);
 
  private:
-  enum class Stage { kHello, kAck, kProof };
+  enum class Stage { kTls, kHello, kAck, kProof };
   Handshake(const HandshakeSetup& setup, Fd fd, int peer, std::string from, bool dialled);
   Step on_message(const std::function<bool(int)>& expected, const Deadline& deadline);
+  Step on_tls(const Deadline& deadline);
+  Step read_stage(const std::function<bool(int)>& expected, const Deadline& deadline);
+  void send_hello(const Deadline& deadline);
+  void send_bytes(const void* data, size_t bytes, const Deadline& deadline,
+                  const std::string& what);
   Step on_hello(const std::function<bool(int)>& expected, const Deadline& deadline);
   Step on_ack(const Deadline& deadline);
   Step on_proof(const std::function<bool(int)>& expected);
@@ -72,6 +86,7 @@ class Handshake {
 
   const HandshakeSetup* setup_;
   Fd fd_;
+  std::unique_ptr<tls::Channel> tls_;
   int peer_;
   std::string from_;
   bool dialled_;
@@ -79,6 +94,7 @@ class Handshake {
   uint8_t buffer_[wire::kHelloBytes + auth::kNonceBytes + auth::kProofBytes] = {};
   size_t wanted_ = wire::kHelloBytes;
   size_t received_ = 0;
+  bool would_block_ = false;  // the last read found nothing more
   auth::Nonce initiator_nonce_{};
   auth::Nonce responder_nonce_{};
   std::string why_;

@@ -333,10 +333,7 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
     OutFrame& frame = pair.out_.front();
     iovec iov[2] = {{frame.header, wire::kHeaderBytes},
                     {const_cast<uint8_t*>(frame.payload), frame.payload_bytes}};
-    msghdr notice{};
-    notice.msg_iov = iov;
-    notice.msg_iovlen = frame.payload_bytes ? 2 : 1;
-    ssize_t ignored = ::sendmsg(pair.fd_.get(), &notice, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t ignored = pair_send(pair, iov, frame.payload_bytes ? 2 : 1);
     (void)ignored;
   }
   // Out of the loop's set: a shut-down socket reports EPOLLHUP whatever the mask, and the loop

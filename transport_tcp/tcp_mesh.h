@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gloo_lite/base/socket.h"
+#include "gloo_lite/base/tls.h"
 #include "gloo_lite/transport/abort_cause.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_tcp/event_loop.h"
@@ -62,10 +63,11 @@ class Pair : public EventHandler {
   bool abort_queued_ = false;  // the first abort's reason is the one the peer must read
   int peer_;
   Fd fd_;
-  std::string address_;    // peer's host:port, for messages
-  bool open_ = false;      // registered and healthy
-  Failure failure_;        // why it closed
-  uint32_t interest_ = 0;  // epoll mask currently set
+  std::unique_ptr<tls::Channel> tls_;  // with TLS configured, every byte goes through it
+  std::string address_;                // peer's host:port, for messages
+  bool open_ = false;                  // registered and healthy
+  Failure failure_;                    // why it closed
+  uint32_t interest_ = 0;              // epoll mask currently set
   Owner owner_ = Owner::kLoop;
   std::chrono::steady_clock::time_point parked_at_;  // when owner_ became kParked
 
@@ -113,6 +115,11 @@ class TcpMesh : public transport::MatchingMesh {
   void read_pair(Pair& pair, bool drain = false);
   void read_frames(Pair& pair, bool drain);  // read_pair's loop
   void write_pair(Pair& pair);
+  // The socket calls of a pair, through its TLS channel when it has one (::recv and
+  // ::sendmsg's conventions), and the text of the last error.
+  static ssize_t pair_recv(Pair& pair, void* data, size_t bytes);
+  static ssize_t pair_send(Pair& pair, iovec* iov, int count);
+  static std::string pair_error(const Pair& pair);
 
  private:
   // Liveness, for the engine's matching: a closed pair keeps why it closed.

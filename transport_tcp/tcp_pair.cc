@@ -48,6 +48,23 @@ void TcpMesh::update_interest(Pair& pair) {
   }
 }
 
+ssize_t TcpMesh::pair_recv(Pair& pair, void* data, size_t bytes) {
+  if (pair.tls_) return pair.tls_->recv(data, bytes);
+  return ::recv(pair.fd_.get(), data, bytes, MSG_DONTWAIT);
+}
+
+ssize_t TcpMesh::pair_send(Pair& pair, iovec* iov, int count) {
+  if (pair.tls_) return pair.tls_->send(iov, count);
+  msghdr message{};
+  message.msg_iov = iov;
+  message.msg_iovlen = static_cast<size_t>(count);
+  return ::sendmsg(pair.fd_.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::string TcpMesh::pair_error(const Pair& pair) {
+  return pair.tls_ ? pair.tls_->error() : std::strerror(errno);
+}
+
 void TcpMesh::read_pair(Pair& pair, bool drain) {
   bool outer = !pair.reading_;
   pair.reading_ = true;
@@ -104,7 +121,7 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
                   pair.rx_left_ >= kDirectReadMin && pair.stage_begin_ == pair.stage_end_;
     if (direct) {
       asked = pair.rx_left_;
-      n = ::recv(pair.fd_.get(), pair.rx_target_, asked, MSG_DONTWAIT);
+      n = pair_recv(pair, pair.rx_target_, asked);
     } else {
       // Keep a partial header at the front so the staging buffer never overflows.
       size_t staged = pair.stage_end_ - pair.stage_begin_;
@@ -114,10 +131,13 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
         pair.stage_end_ = staged;
       }
       asked = pair.stage_.size() - staged;
-      n = ::recv(pair.fd_.get(), &pair.stage_[pair.stage_end_], asked, MSG_DONTWAIT);
+      n = pair_recv(pair, &pair.stage_[pair.stage_end_], asked);
     }
     if (n > 0) {
-      short_read = !direct && static_cast<size_t>(n) < asked;
+      // Over TLS a read ends at a record's end, and the next may wait decrypted in the channel,
+      // where epoll cannot see it: short only when the channel holds nothing either.
+      short_read =
+          !direct && static_cast<size_t>(n) < asked && !(pair.tls_ && pair.tls_->buffered());
       if (direct) {
         pair.rx_target_ += n;
         pair.rx_left_ -= static_cast<size_t>(n);
@@ -141,7 +161,7 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     if (errno == EINTR) continue;
     lose_pair(pair,
-              "lost the connection to " + describe_peer(pair.peer_) + ": " + std::strerror(errno));
+              "lost the connection to " + describe_peer(pair.peer_) + ": " + pair_error(pair));
     return;
   }
 }
@@ -163,17 +183,14 @@ void TcpMesh::write_pair(Pair& pair) {
         iov[count++] = {const_cast<uint8_t*>(it->payload) + done, it->payload_bytes - done};
       }
     }
-    msghdr message{};
-    message.msg_iov = iov;
-    message.msg_iovlen = count;
-    ssize_t n = ::sendmsg(pair.fd_.get(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = pair_send(pair, iov, count);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       if (errno == EINTR) continue;
       // A peer that fails tells us why and closes; our write may hit its close before we read
       // its reason. Read what arrived first (all of it): an abort frame there fails the pair
       // with its cause; otherwise read_pair fails it with this error.
-      pair.write_error_ = std::strerror(errno);
+      pair.write_error_ = pair_error(pair);
       if (!pair.reading_) read_pair(pair, /*drain=*/true);
       return;
     }

@@ -85,6 +85,16 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "File holding the shared secret instead of GLOO_LITE_AUTH_SECRET; refused unless only its "
        "owner can read it (chmod 600)",
        text()},
+      {"GLOO_LITE_TLS_CERT", "",
+       "PEM certificate of this process, signed by GLOO_LITE_TLS_CA; with GLOO_LITE_TLS_KEY and "
+       "GLOO_LITE_TLS_CA set too, every TCP transport pair and TCP store connection runs over "
+       "TLS 1.3 with mutual verification (docs/security.md); none set: plain TCP",
+       text()},
+      {"GLOO_LITE_TLS_KEY", "", "PEM private key of GLOO_LITE_TLS_CERT", text()},
+      {"GLOO_LITE_TLS_CA", "",
+       "PEM certificate of the CA that signed every rank's and the store's certificate; peers "
+       "whose certificate it did not sign are refused",
+       text()},
       {"GLOO_LITE_TIMEOUT_MS", "300000",
        "Default deadline for rendezvous and every operation, in milliseconds",
        milliseconds(1, kMaxDeadlineMs)},

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +86,49 @@ std::shared_ptr<transport::Device> tcp_loopback_device() {
   tcp::DeviceOptions options;
   options.hostname = "127.0.0.1";
   return tcp::create_device(options);
+}
+
+RecordingRelay::RecordingRelay(uint16_t server_port)
+    : listener_(listen_tcp(SocketAddress::resolve("127.0.0.1", 0))),
+      port_(SocketAddress::local_of(listener_.get()).port()),
+      thread_([this, server_port] { relay(server_port); }) {}
+
+RecordingRelay::~RecordingRelay() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::pair<Bytes, Bytes> RecordingRelay::finish() {
+  if (thread_.joinable()) thread_.join();
+  return {from_client_, from_server_};
+}
+
+void RecordingRelay::relay(uint16_t server_port) {
+  try {
+    relay_until_closed(server_port);
+  } catch (const std::exception&) {
+    // One side went away while the other still wrote: the connection is over.
+  }
+}
+
+void RecordingRelay::relay_until_closed(uint16_t server_port) {
+  auto deadline = Deadline::after(std::chrono::seconds(20));
+  pollfd l{listener_.get(), POLLIN, 0};
+  if (::poll(&l, 1, 20000) != 1) return;
+  Fd client(::accept(listener_.get(), nullptr, nullptr));
+  Fd server = connect_tcp(SocketAddress::resolve("127.0.0.1", server_port), deadline, "relay");
+  uint8_t buffer[65536];
+  while (!deadline.expired()) {
+    pollfd fds[2] = {{client.get(), POLLIN, 0}, {server.get(), POLLIN, 0}};
+    if (::poll(fds, 2, 1000) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::recv(fds[i].fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) return;
+      Bytes& record = i == 0 ? from_client_ : from_server_;
+      record.insert(record.end(), buffer, buffer + n);
+      write_all(fds[1 - i].fd, buffer, static_cast<size_t>(n), deadline, "relay");
+    }
+  }
 }
 
 }  // namespace gloo_lite::test

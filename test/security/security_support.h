@@ -2,9 +2,15 @@
 // forked rank, files read whole, and the TCP device every test rank uses.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
+
+#include "gloo_lite/base/socket.h"
+#include "rendezvous/store.h"
 
 #include "gloo_lite/transport/transport.h"
 
@@ -48,5 +54,28 @@ size_t count_of(const std::string& text, const std::string& what);
 // The TCP transport on loopback, whatever GLOO_LITE_TEST_TRANSPORT says: these tests attack
 // its handshake.
 std::shared_ptr<transport::Device> tcp_loopback_device();
+
+// Relays one client connection to 127.0.0.1:server_port and records what went each way (a
+// replayer's or an eavesdropper's view of the wire). Ends when either side closes.
+class RecordingRelay {
+ public:
+  explicit RecordingRelay(uint16_t server_port);
+  ~RecordingRelay();
+  RecordingRelay(const RecordingRelay&) = delete;
+  RecordingRelay& operator=(const RecordingRelay&) = delete;
+  uint16_t port() const { return port_; }
+  // Once the connection closed: what the client sent, and what the server answered.
+  std::pair<Bytes, Bytes> finish();
+
+ private:
+  void relay(uint16_t server_port);
+  void relay_until_closed(uint16_t server_port);
+
+  Fd listener_;
+  uint16_t port_;
+  Bytes from_client_;
+  Bytes from_server_;
+  std::thread thread_;
+};
 
 }  // namespace gloo_lite::test

@@ -150,52 +150,6 @@ TEST(StoreAuth, ForgedProofIsRefused) {
   EXPECT_EQ(count_of(s.text(), "proof of the job's secret is wrong"), 1u) << s.text();
 }
 
-// Relays one client connection to the server and records what the client sent.
-class RecordingRelay {
- public:
-  explicit RecordingRelay(uint16_t server_port)
-      : listener_(listen_tcp(SocketAddress::resolve("127.0.0.1", 0))),
-        port_(SocketAddress::local_of(listener_.get()).port()),
-        thread_([this, server_port] { relay(server_port); }) {}
-  ~RecordingRelay() {
-    if (thread_.joinable()) thread_.join();
-  }
-  uint16_t port() const { return port_; }
-  // Once the client closed: what it sent, and what the server answered.
-  std::pair<Bytes, Bytes> finish() {
-    thread_.join();
-    return {from_client_, from_server_};
-  }
-
- private:
-  void relay(uint16_t server_port) {
-    auto deadline = Deadline::after(seconds(20));
-    pollfd l{listener_.get(), POLLIN, 0};
-    if (::poll(&l, 1, 20000) != 1) return;
-    Fd client(::accept(listener_.get(), nullptr, nullptr));
-    Fd server = connect_tcp(SocketAddress::resolve("127.0.0.1", server_port), deadline, "relay");
-    uint8_t buffer[65536];
-    while (!deadline.expired()) {
-      pollfd fds[2] = {{client.get(), POLLIN, 0}, {server.get(), POLLIN, 0}};
-      if (::poll(fds, 2, 1000) <= 0) continue;
-      for (int i = 0; i < 2; ++i) {
-        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        ssize_t n = ::recv(fds[i].fd, buffer, sizeof(buffer), 0);
-        if (n <= 0) return;
-        Bytes& record = i == 0 ? from_client_ : from_server_;
-        record.insert(record.end(), buffer, buffer + n);
-        write_all(fds[1 - i].fd, buffer, static_cast<size_t>(n), deadline, "relay");
-      }
-    }
-  }
-
-  Fd listener_;
-  uint16_t port_;
-  Bytes from_client_;
-  Bytes from_server_;
-  std::thread thread_;
-};
-
 TEST(StoreAuth, RecordedHandshakePlayedAgainIsRefused) {
   SecretServer s;
   ScopedEnv env("GLOO_LITE_AUTH_SECRET", kSecret);
