@@ -363,10 +363,10 @@ void HostSegment::check_fingerprint(int peer) {
                      "same type, op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares "
                      "every pair before each call)";
   abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, text);
-  // Ranks that wait on messages (another algorithm, another collective) must learn it too.
-  if (auto* mesh = dynamic_cast<transport::MatchingMesh*>(call_->mesh)) {
-    mesh->abort_with(transport::ErrorKind::kMismatch, text);
-  }
+  // Ranks that wait on messages (another algorithm, another collective, another host) must
+  // learn it too, as a mismatch: the context's mesh, whatever view of it this call runs on
+  // (a hierarchical phase's subset) and however many transports it mixes.
+  call_->context->mesh().abort_with(transport::ErrorKind::kMismatch, text);
   throw MismatchError(text);
 }
 
@@ -415,8 +415,10 @@ void HostSegment::raise_abort() const {
   const AbortRecord& record = abort_of(memory_->data());
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
-  if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
-  transport::AbortCause cause{record.origin, std::move(reason)};
+  transport::AbortCause cause{record.origin, reason};
+  if (kind == transport::ErrorKind::kMismatch) {
+    throw transport::RelayedMismatch(reason, std::move(cause));
+  }
   std::string what = transport::describe_abort(cause, record.rank,
                                                [](int r) { return "rank " + std::to_string(r); });
   throw transport::RelayedAbort(what, std::move(cause));

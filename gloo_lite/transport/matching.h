@@ -75,7 +75,7 @@ class MatchingMesh : public Mesh {
   }
   // Mesh::abort with the kind of error the peers raise (kMismatch: a collective mismatch found
   // elsewhere, as a transport that relays aborts through another mesh needs).
-  void abort_with(ErrorKind kind, const std::string& reason) {
+  void abort_with(ErrorKind kind, const std::string& reason) override {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_locked(kind, reason);
   }
@@ -98,7 +98,7 @@ class MatchingMesh : public Mesh {
   }
   // abort_with for a cause that came from elsewhere (another mesh of this rank): its peers
   // raise it as `cause.origin`'s, not wrapped in this rank's words.
-  void relay_abort(ErrorKind kind, const AbortCause& cause) {
+  void relay_abort(ErrorKind kind, const AbortCause& cause) override {
     std::lock_guard<std::mutex> lock(mutex_);
     first_cause_.note(cause, mesh_failure_);
     abort_locked(kind, cause.text);

@@ -370,6 +370,14 @@ void MixedMesh::abort_relayed(const AbortCause& cause) {
   for (auto& sub : subs_) sub->mesh->abort_relayed(cause);
 }
 
+void MixedMesh::abort_with(ErrorKind kind, const std::string& reason) {
+  for (auto& sub : subs_) sub->mesh->abort_with(kind, reason);
+}
+
+void MixedMesh::relay_abort(ErrorKind kind, const AbortCause& cause) {
+  for (auto& sub : subs_) sub->mesh->relay_abort(kind, cause);
+}
+
 AbortCause MixedMesh::failure_cause() {
   if (single_) return single_->failure_cause();
   relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on

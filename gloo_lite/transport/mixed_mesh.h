@@ -100,6 +100,9 @@ class MixedMesh : public Mesh {
   std::string transport_of(int peer) const override;
   AbortCause failure_cause() override;
   void abort_relayed(const AbortCause& cause) override;
+  // Every sub-mesh, with the kind: a mismatch crosses from shared memory to TCP as one.
+  void abort_with(ErrorKind kind, const std::string& reason) override;
+  void relay_abort(ErrorKind kind, const AbortCause& cause) override;
 
   // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above).
   void relay_failures();
