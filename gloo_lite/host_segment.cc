@@ -275,6 +275,23 @@ void HostSegment::begin(const algo::Call& call) {
   if (abort_of(memory_->data()).state.load(std::memory_order_acquire) == 2) {
     raise_abort();
   }
+  // A call that runs here posts nothing on the mesh, so nothing would judge the messages that
+  // wait for this rank there (a stray of an earlier call that ran on messages, say with an
+  // algorithm named by the user), and the shm transport would not even read them: the mesh
+  // does it now, as a post of this call would. What it finds fails the ranks here too.
+  if (call.context != nullptr) {
+    transport::Mesh& mesh = call.context->mesh();
+    try {
+      mesh.enter_collective(call.tag, call.fingerprint);
+    } catch (const MismatchError& e) {
+      // The mesh's cause as it began (its origin, its words), not this rank's account of it
+      // ("rank 1 aborted: ..."), which the ranks here would relay nested.
+      transport::AbortCause cause = mesh.failure_cause();
+      if (!cause.known()) cause = {context_ranks_[rank_], e.what()};
+      abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, cause);
+      throw;
+    }
+  }
   call_start_ = seq_;
   std::fill(checked_.begin(), checked_.end(), false);
   CallRecord& record = control(rank_).calls[calls_ % kCallRing];

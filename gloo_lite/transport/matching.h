@@ -65,6 +65,7 @@ class MatchingMesh : public Mesh {
   using Mesh::recv;
   using Mesh::send;
   void cancel(const RequestPtr& request) final;
+  void enter_collective(uint64_t tag, uint64_t fingerprint) final;  // matching.cc
   // The transport's name ("tcp") for a peer this mesh serves, "" for one it does not.
   std::string transport_of(int peer) const override;
   // Why the whole mesh failed (kNone while it works). A mixed mesh reads it to carry one
@@ -240,6 +241,9 @@ class MatchingMesh : public Mesh {
   virtual void cancel_on_wire(const OpPtr& op, bool cleared) = 0;
   // Op::test() on a pending op: complete what already arrived, without blocking.
   virtual void make_progress() {}
+  // enter_collective(): take in what arrived, without blocking and without a syscall; only a
+  // transport whose messages nobody reads unless a thread drives it (shared memory) needs to.
+  virtual void take_in_arrivals() {}
   // A request completed or failed and completed_ was notified; a transport whose waiters
   // may sleep elsewhere (TCP's caller-driven poll) wakes them here.
   virtual void wake_polling_waiter() {}

@@ -378,6 +378,11 @@ void MixedMesh::relay_abort(ErrorKind kind, const AbortCause& cause) {
   for (auto& sub : subs_) sub->mesh->relay_abort(kind, cause);
 }
 
+void MixedMesh::enter_collective(uint64_t tag, uint64_t fingerprint) {
+  if (single_) return single_->enter_collective(tag, fingerprint);
+  for (auto& sub : subs_) sub->mesh->enter_collective(tag, fingerprint);
+}
+
 AbortCause MixedMesh::failure_cause() {
   if (single_) return single_->failure_cause();
   relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on

@@ -170,6 +170,18 @@ class Mesh {
     abort_relayed(cause);
   }
 
+  // A collective call under `tag` (its fingerprint) begins that may post nothing on this mesh
+  // (it runs in a host segment): the mesh notes it as a post under that tag would, so that a
+  // message waiting for a call this rank has passed, or of another call under this number,
+  // fails the context now (matching_calls.h) instead of at close; a transport that reads its
+  // messages only while a thread drives it takes in what arrived first. Once per call, on the
+  // fast path of the smallest calls: no syscall. Throws MismatchError when such a message
+  // (found now or before, and not raised yet) failed the mesh.
+  virtual void enter_collective(uint64_t tag, uint64_t fingerprint) {
+    (void)tag;
+    (void)fingerprint;
+  }
+
   // "rank 3 (10.0.0.2:41000)", for error messages.
   virtual std::string describe_peer(int peer) const = 0;
   // The name of the transport that serves `peer` ("shm", "tcp"), "" when none does or the
