@@ -21,6 +21,7 @@
 // Everything here runs under mutex_, except where a comment says otherwise.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -244,6 +245,11 @@ class MatchingMesh : public Mesh {
   // enter_collective(): take in what arrived, without blocking and without a syscall; only a
   // transport whose messages nobody reads unless a thread drives it (shared memory) needs to.
   virtual void take_in_arrivals() {}
+  // enter_collective()'s fast path, without the mutex: whether something may have arrived that
+  // take_in_arrivals() would read. Only a transport whose arrivals are judged by the threads
+  // that drive it alone (no thread of its own judges against a history the fast path leaves
+  // behind) may ever say no; the default, yes, keeps the history exact.
+  virtual bool arrivals_pending() { return true; }
   // A request completed or failed and completed_ was notified; a transport whose waiters
   // may sleep elsewhere (TCP's caller-driven poll) wakes them here.
   virtual void wake_polling_waiter() {}
@@ -288,7 +294,10 @@ class MatchingMesh : public Mesh {
   void charge(const Unexpected& message) {
     unexpected_bytes_ += (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
     ++unexpected_entries_;
+    judge_next_.store(true, std::memory_order_release);
   }
+  // False while nothing waits in the queue since enter_collective last looked: its fast path.
+  std::atomic<bool> judge_next_{true};
   void release(const Unexpected& message) {
     unexpected_bytes_ -= (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
     --unexpected_entries_;
