@@ -32,8 +32,16 @@ void fail_collective(const FailedCall& call, std::exception_ptr error) {
     std::string message = where + ": " + e.what() + details;
     const bool tell = !context.mesh_failed();
     context.fail(message, {}, /*tell_peers=*/false);
-    if (tell) context.relay_to_peers(e.cause());
+    if (tell) context.relay_to_peers(e.cause(), transport::ErrorKind::kConnection);
     throw ConnectionError(message);
+  } catch (const transport::RelayedMismatch& e) {
+    // The same for a mismatch another rank found in a host segment: told on as that rank's,
+    // and as a mismatch (a MismatchError on other hosts too, not a ConnectionError).
+    std::string message = where + ": " + e.what() + details;
+    const bool tell = !context.mesh_failed();
+    context.fail_with(transport::ErrorKind::kMismatch, message, /*tell_peers=*/false);
+    if (tell) context.relay_to_peers(e.cause(), transport::ErrorKind::kMismatch);
+    throw MismatchError(message);
   } catch (const ConnectionError& e) {
     // A mesh that found the failure (a lost peer, a mismatch) has told its peers; one found
     // outside it (a host segment: a dead local rank, a mismatch there) must be told to them,
@@ -43,7 +51,9 @@ void fail_collective(const FailedCall& call, std::exception_ptr error) {
     throw ConnectionError(message);
   } catch (const MismatchError& e) {
     std::string message = where + ": " + e.what() + details;
-    context.fail(message, {}, /*tell_peers=*/!context.mesh_failed());  // as above
+    // As above; the peers, on every host, raise it as a mismatch too.
+    context.fail_with(transport::ErrorKind::kMismatch, message,
+                      /*tell_peers=*/!context.mesh_failed());
     throw MismatchError(message);
   } catch (const InvalidArgument& e) {
     std::string message = where + ": " + e.what() + details;

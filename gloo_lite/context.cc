@@ -257,6 +257,15 @@ std::string Context::key_in(uint64_t generation, const std::string& name) {
 
 void Context::fail(const std::string& reason, const std::vector<int>& culprits, bool tell_peers,
                    Deadline report_by) {
+  fail_as(transport::ErrorKind::kConnection, reason, culprits, tell_peers, report_by);
+}
+
+void Context::fail_with(transport::ErrorKind kind, const std::string& reason, bool tell_peers) {
+  fail_as(kind, reason, {}, tell_peers, Deadline::never());
+}
+
+void Context::fail_as(transport::ErrorKind kind, const std::string& reason,
+                      const std::vector<int>& culprits, bool tell_peers, Deadline report_by) {
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (!failure_.empty()) return;
@@ -276,10 +285,16 @@ void Context::fail(const std::string& reason, const std::vector<int>& culprits, 
     if (!cause.known()) cause = {rank_, reason};
     std::lock_guard<std::mutex> lock(segments_mutex_);
     for (auto& [tag, segment] : segments_) {
-      if (segment) segment->abort(rank_, transport::ErrorKind::kConnection, cause);
+      if (segment) segment->abort(rank_, kind, cause);
     }
   }
-  if (tell_peers) mesh_->abort(reason);
+  if (tell_peers) {
+    if (kind == transport::ErrorKind::kConnection) {
+      mesh_->abort(reason);
+    } else {
+      mesh_->abort_with(kind, reason);
+    }
+  }
   // After the peers know: a stopped store must not delay them.
   if (options_.report_failures) {
     publish_failure_report(*store_, rank_, culprits, reason,
@@ -530,7 +545,13 @@ int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, u
 
 bool Context::mesh_failed() const { return mesh_->failure_cause().known(); }
 
-void Context::relay_to_peers(const transport::AbortCause& cause) { mesh_->abort_relayed(cause); }
+void Context::relay_to_peers(const transport::AbortCause& cause, transport::ErrorKind kind) {
+  if (kind == transport::ErrorKind::kConnection) {
+    mesh_->abort_relayed(cause);
+  } else {
+    mesh_->relay_abort(kind, cause);
+  }
+}
 
 void Context::abort(const std::string& reason) {
   fail(reason, {}, /*tell_peers=*/false);

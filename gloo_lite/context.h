@@ -133,13 +133,17 @@ class Context : public std::enable_shared_from_this<Context> {
   // `report_by` (a timed-out call's budget, collective_failure.h) or after 250 ms.
   void fail(const std::string& reason, const std::vector<int>& culprits = {},
             bool tell_peers = true, Deadline report_by = Deadline::never());
+  // fail() for a failure of `kind` (kMismatch: a collective mismatch): the mesh's peers and the
+  // waiters of this rank's host segments raise that kind of error, on every host.
+  void fail_with(transport::ErrorKind kind, const std::string& reason, bool tell_peers);
   // Why the context failed, empty while it works.
   std::string failure() const;
   // Whether the mesh failed (and so told its peers, or will at close, the first cause); an
   // error found outside it (a host segment) must be told to them by the caller.
   bool mesh_failed() const;
-  // Tells the mesh's peers another rank's cause as that rank's (Mesh::abort_relayed).
-  void relay_to_peers(const transport::AbortCause& cause);
+  // Tells the mesh's peers another rank's cause as that rank's (Mesh::abort_relayed), raised
+  // there as `kind`.
+  void relay_to_peers(const transport::AbortCause& cause, transport::ErrorKind kind);
 
   // The recent collectives of this context (see FlightRecorder), as one readable block, on
   // demand. Also logged once when the context fails.
@@ -186,6 +190,8 @@ class Context : public std::enable_shared_from_this<Context> {
   bool shm_knobs_allow_ = false;    // the knobs' part of shm_collectives_allowed, read at connect
 
   FlightRecorder recorder_;
+  void fail_as(transport::ErrorKind kind, const std::string& reason,
+               const std::vector<int>& culprits, bool tell_peers, Deadline report_by);
   mutable std::mutex failure_mutex_;
   std::string failure_;
   // Set once failure_ is (under the mutex): every call asks failure(), and a working context

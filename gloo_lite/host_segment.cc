@@ -275,6 +275,23 @@ void HostSegment::begin(const algo::Call& call) {
   if (abort_of(memory_->data()).state.load(std::memory_order_acquire) == 2) {
     raise_abort();
   }
+  // A call that runs here posts nothing on the mesh, so nothing would judge the messages that
+  // wait for this rank there (a stray of an earlier call that ran on messages, say with an
+  // algorithm named by the user), and the shm transport would not even read them: the mesh
+  // does it now, as a post of this call would. What it finds fails the ranks here too.
+  if (call.context != nullptr) {
+    transport::Mesh& mesh = call.context->mesh();
+    try {
+      mesh.enter_collective(call.tag, call.fingerprint);
+    } catch (const MismatchError& e) {
+      // The mesh's cause as it began (its origin, its words), not this rank's account of it
+      // ("rank 1 aborted: ..."), which the ranks here would relay nested.
+      transport::AbortCause cause = mesh.failure_cause();
+      if (!cause.known()) cause = {context_ranks_[rank_], e.what()};
+      abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, cause);
+      throw;
+    }
+  }
   call_start_ = seq_;
   std::fill(checked_.begin(), checked_.end(), false);
   CallRecord& record = control(rank_).calls[calls_ % kCallRing];
@@ -363,10 +380,10 @@ void HostSegment::check_fingerprint(int peer) {
                      "same type, op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares "
                      "every pair before each call)";
   abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, text);
-  // Ranks that wait on messages (another algorithm, another collective) must learn it too.
-  if (auto* mesh = dynamic_cast<transport::MatchingMesh*>(call_->mesh)) {
-    mesh->abort_with(transport::ErrorKind::kMismatch, text);
-  }
+  // Ranks that wait on messages (another algorithm, another collective, another host) must
+  // learn it too, as a mismatch: the context's mesh, whatever view of it this call runs on
+  // (a hierarchical phase's subset) and however many transports it mixes.
+  call_->context->mesh().abort_with(transport::ErrorKind::kMismatch, text);
   throw MismatchError(text);
 }
 
@@ -415,8 +432,10 @@ void HostSegment::raise_abort() const {
   const AbortRecord& record = abort_of(memory_->data());
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
-  if (kind == transport::ErrorKind::kMismatch) throw MismatchError(reason);
-  transport::AbortCause cause{record.origin, std::move(reason)};
+  transport::AbortCause cause{record.origin, reason};
+  if (kind == transport::ErrorKind::kMismatch) {
+    throw transport::RelayedMismatch(reason, std::move(cause));
+  }
   std::string what = transport::describe_abort(cause, record.rank,
                                                [](int r) { return "rank " + std::to_string(r); });
   throw transport::RelayedAbort(what, std::move(cause));

@@ -132,6 +132,21 @@ bool ShmMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
   }
 }
 
+bool ShmMesh::arrivals_pending() {
+  // Without the mutex: the pairs and their inboxes (in this rank's own segment) are fixed once
+  // connected, and head and tail are atomics; a record being read meanwhile only makes this
+  // say yes (the caller then takes the mutex).
+  for (const auto& pair : pairs_) {
+    if (!pair || pair->inbox.control == nullptr) continue;
+    const InboxControl* control = pair->inbox.control;
+    if (control->head.load(std::memory_order_acquire) !=
+        control->tail.load(std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ShmMesh::has_work_for_waiter() {
   // What the next round of progress would do at once (a mixed mesh asks between two).
   std::lock_guard<std::mutex> lock(mutex_);

@@ -119,6 +119,10 @@ class ShmMesh : public transport::MatchingMesh {
                                const std::string& text) override;
   void resume_held_messages() override {}  // the next drain re-checks the room
   void make_progress() override;
+  // A call in a host segment reads no ring: its stray messages are taken in (and judged) here.
+  void take_in_arrivals() override { progress(); }
+  // Unread records in any inbox (shm_mesh.cc); out of band notices are left to the waiters.
+  bool arrivals_pending() override;
   void wake_polling_waiter() override;
   // Reads every inbox, copies announced messages, pushes queued records.
   void progress();

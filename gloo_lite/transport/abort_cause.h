@@ -41,6 +41,20 @@ class RelayedAbort : public ConnectionError {
   AbortCause cause_;
 };
 
+// The same for a collective mismatch another rank found in a host segment (its abort record
+// says kMismatch): raised as a MismatchError in the origin's words, as before, and told to the
+// mesh's peers as that rank's cause and as a mismatch, so that ranks on other hosts raise a
+// MismatchError too (not a ConnectionError about this rank).
+class RelayedMismatch : public MismatchError {
+ public:
+  RelayedMismatch(const std::string& what, AbortCause cause)
+      : MismatchError(what), cause_(std::move(cause)) {}
+  const AbortCause& cause() const { return cause_; }
+
+ private:
+  AbortCause cause_;
+};
+
 // The origin a peer's abort names, from the wire's "origin + 1, 0: the sender itself"; a rank
 // outside the context reads as the sender (a peer cannot be believed about ranks that do not
 // exist, and the text is still its own).

@@ -128,6 +128,28 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   return op;
 }
 
+void MatchingMesh::enter_collective(uint64_t tag, uint64_t fingerprint) {
+  // The 8-byte calls in a segment take about a microsecond: while nothing waits to be judged
+  // (no message queued, none arrived unread: shm only), no lock. The call is then not entered;
+  // the next one that finds something enters its own number and judges from the last number
+  // entered on (CallHistory's `previous`), which covers the calls skipped (a message of one of
+  // them reads as a call this rank has passed, without this rank's own call of that number).
+  if (!judge_next_.load(std::memory_order_acquire) && !arrivals_pending()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!mesh_failure_.failed()) {
+    take_in_arrivals();
+    enter_call(tag, fingerprint);
+  }
+  // A stray message found now (or before, by a call that posted nothing here): this call is
+  // the one to raise it, as a receive posted after it would (recv). Other failures reach the
+  // call its own way (a host segment's abort record, a closed peer there).
+  if (mesh_failure_.kind == ErrorKind::kMismatch) {
+    failure_raised();
+    throw_error(mesh_failure_.kind, mesh_failure_.message);
+  }
+  if (unexpected_entries_ == 0) judge_next_.store(false, std::memory_order_relaxed);
+}
+
 RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memory& memory,
                               size_t offset, size_t bytes, uint64_t fingerprint) {
   if (peers.empty()) throw InvalidArgument("recv: the set of peers is empty");

@@ -21,6 +21,7 @@
 // Everything here runs under mutex_, except where a comment says otherwise.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -67,6 +68,7 @@ class MatchingMesh : public Mesh {
   using Mesh::send;
   void cancel(const RequestPtr& request) final;
   void cancel_failing(const RequestPtr& request) final;
+  void enter_collective(uint64_t tag, uint64_t fingerprint) final;  // matching.cc
   // The transport's name ("tcp") for a peer this mesh serves, "" for one it does not.
   std::string transport_of(int peer) const override;
   // Why the whole mesh failed (kNone while it works). A mixed mesh reads it to carry one
@@ -77,7 +79,7 @@ class MatchingMesh : public Mesh {
   }
   // Mesh::abort with the kind of error the peers raise (kMismatch: a collective mismatch found
   // elsewhere, as a transport that relays aborts through another mesh needs).
-  void abort_with(ErrorKind kind, const std::string& reason) {
+  void abort_with(ErrorKind kind, const std::string& reason) override {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_locked(kind, reason);
   }
@@ -100,7 +102,7 @@ class MatchingMesh : public Mesh {
   }
   // abort_with for a cause that came from elsewhere (another mesh of this rank): its peers
   // raise it as `cause.origin`'s, not wrapped in this rank's words.
-  void relay_abort(ErrorKind kind, const AbortCause& cause) {
+  void relay_abort(ErrorKind kind, const AbortCause& cause) override {
     std::lock_guard<std::mutex> lock(mutex_);
     first_cause_.note(cause, mesh_failure_);
     abort_locked(kind, cause.text);
@@ -252,6 +254,14 @@ class MatchingMesh : public Mesh {
   virtual void cancel_on_wire(const OpPtr& op, bool cleared, bool failing) = 0;
   // Op::test() on a pending op: complete what already arrived, without blocking.
   virtual void make_progress() {}
+  // enter_collective(): take in what arrived, without blocking and without a syscall; only a
+  // transport whose messages nobody reads unless a thread drives it (shared memory) needs to.
+  virtual void take_in_arrivals() {}
+  // enter_collective()'s fast path, without the mutex: whether something may have arrived that
+  // take_in_arrivals() would read. Only a transport whose arrivals are judged by the threads
+  // that drive it alone (no thread of its own judges against a history the fast path leaves
+  // behind) may ever say no; the default, yes, keeps the history exact.
+  virtual bool arrivals_pending() { return true; }
   // A request completed or failed and completed_ was notified; a transport whose waiters
   // may sleep elsewhere (TCP's caller-driven poll) wakes them here.
   virtual void wake_polling_waiter() {}
@@ -296,7 +306,10 @@ class MatchingMesh : public Mesh {
   void charge(const Unexpected& message) {
     unexpected_bytes_ += (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
     ++unexpected_entries_;
+    judge_next_.store(true, std::memory_order_release);
   }
+  // False while nothing waits in the queue since enter_collective last looked: its fast path.
+  std::atomic<bool> judge_next_{true};
   void release(const Unexpected& message) {
     unexpected_bytes_ -= (message.rendezvous ? 0 : message.length) + kUnexpectedEntryBytes;
     --unexpected_entries_;

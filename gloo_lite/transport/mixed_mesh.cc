@@ -376,6 +376,19 @@ void MixedMesh::abort_relayed(const AbortCause& cause) {
   for (auto& sub : subs_) sub->mesh->abort_relayed(cause);
 }
 
+void MixedMesh::abort_with(ErrorKind kind, const std::string& reason) {
+  for (auto& sub : subs_) sub->mesh->abort_with(kind, reason);
+}
+
+void MixedMesh::relay_abort(ErrorKind kind, const AbortCause& cause) {
+  for (auto& sub : subs_) sub->mesh->relay_abort(kind, cause);
+}
+
+void MixedMesh::enter_collective(uint64_t tag, uint64_t fingerprint) {
+  if (single_) return single_->enter_collective(tag, fingerprint);
+  for (auto& sub : subs_) sub->mesh->enter_collective(tag, fingerprint);
+}
+
 AbortCause MixedMesh::failure_cause() {
   if (single_) return single_->failure_cause();
   relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on

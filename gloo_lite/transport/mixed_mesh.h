@@ -101,6 +101,10 @@ class MixedMesh : public Mesh {
   std::string transport_of(int peer) const override;
   AbortCause failure_cause() override;
   void abort_relayed(const AbortCause& cause) override;
+  // Every sub-mesh, with the kind: a mismatch crosses from shared memory to TCP as one.
+  void abort_with(ErrorKind kind, const std::string& reason) override;
+  void relay_abort(ErrorKind kind, const AbortCause& cause) override;
+  void enter_collective(uint64_t tag, uint64_t fingerprint) override;  // every sub-mesh
 
   // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above).
   void relay_failures();

@@ -22,6 +22,7 @@
 namespace gloo_lite::transport {
 
 enum class MemoryKind { kHost, kCuda };
+enum class ErrorKind;  // op.h: why a request or a mesh failed
 
 // A registered region of memory. It must outlive every request that refers to it.
 class Memory {
@@ -162,6 +163,29 @@ class Mesh {
   // abort() for a cause that began at another rank and reached this one outside the mesh (a
   // host segment's abort record): peers raise it as `cause.origin`'s, in its own words.
   virtual void abort_relayed(const AbortCause& cause) { abort(cause.text); }
+  // abort() and abort_relayed() for a failure of `kind` (kMismatch: a collective mismatch
+  // found outside the mesh, in a host segment): the peers raise that kind of error, so that a
+  // mismatch is a MismatchError on every host. A mesh that cannot carry a kind aborts plainly.
+  virtual void abort_with(ErrorKind kind, const std::string& reason) {
+    (void)kind;
+    abort(reason);
+  }
+  virtual void relay_abort(ErrorKind kind, const AbortCause& cause) {
+    (void)kind;
+    abort_relayed(cause);
+  }
+
+  // A collective call under `tag` (its fingerprint) begins that may post nothing on this mesh
+  // (it runs in a host segment): the mesh notes it as a post under that tag would, so that a
+  // message waiting for a call this rank has passed, or of another call under this number,
+  // fails the context now (matching_calls.h) instead of at close; a transport that reads its
+  // messages only while a thread drives it takes in what arrived first. Once per call, on the
+  // fast path of the smallest calls: no syscall. Throws MismatchError when such a message
+  // (found now or before, and not raised yet) failed the mesh.
+  virtual void enter_collective(uint64_t tag, uint64_t fingerprint) {
+    (void)tag;
+    (void)fingerprint;
+  }
 
   // "rank 3 (10.0.0.2:41000)", for error messages.
   virtual std::string describe_peer(int peer) const = 0;

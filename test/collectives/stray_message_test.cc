@@ -10,6 +10,11 @@
 //    by the broadcast, the next call, or a barrier after that: the next call may return, with
 //    the right result (the stray data satisfies nothing), when it does not wait for every rank
 //    (a second broadcast) or when the rank that found the stray had sent its part first.
+//    Also with the broadcast on messages by the user's choice (algorithm ring) and the next
+//    calls in the host segment (auto, shm collectives on, attached before), over the shm
+//    transport: whoever finds the stray, the ranks in the segment raise it as a MismatchError.
+//  StraySegment.ASkippedMessageCallIsFoundByTheNextSegmentCall: a call in the segment posts
+//    nothing on the mesh, and must still judge the stray (and read the rings to find it).
 //  StrayMessageLegitimate.EarlyMessagesOfLaterCallsStillMatch: a rank kept behind while the
 //    root runs calls ahead on the same stream: the normal early messages still match.
 //  StrayMessageLegitimate.ARootFarAheadDoesNotSlowTheLateRank: 60,000 broadcasts of a root far
@@ -24,8 +29,10 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gloo_lite/base/error.h"
@@ -75,9 +82,13 @@ struct Variant {
   const char* next;  // the call after the broadcast: barrier, allreduce, broadcast
   size_t count;      // of the broadcast: eager or rendezvous
   bool shm;          // shared-memory collectives allowed (the default on one host)
+  // The broadcast's algorithm (nullptr: auto) and the transport (nullptr: the harness's).
+  const char* algorithm = nullptr;
+  const char* transport = nullptr;
   std::string name() const {
     return "P" + std::to_string(ranks) + "_then_" + next + "_n" + std::to_string(count) +
-           (shm ? "_shm_default" : "_shm_off");
+           (shm ? "_shm_default" : "_shm_off") +
+           (algorithm ? std::string("_") + algorithm + "_over_" + transport : "");
   }
 };
 
@@ -89,6 +100,17 @@ std::vector<Variant> variants() {
     for (int ranks : {2, 4}) {
       for (const char* next : {"barrier", "allreduce", "broadcast"}) {
         for (size_t count : {size_t{16}, size_t{100000}}) all.push_back({ranks, next, count, shm});
+      }
+    }
+  }
+  // The broadcast on messages, the next calls in the host segment, over the shm transport,
+  // whose messages are in the ring before the sender's next flag. (Over TCP a stray may
+  // arrive after the last call began, the calls in the segment being faster than the socket:
+  // then only the close can tell, as it does.)
+  for (int ranks : {2, 4}) {
+    for (const char* next : {"barrier", "allreduce", "broadcast"}) {
+      for (size_t count : {size_t{16}, size_t{100000}}) {
+        all.push_back({ranks, next, count, true, "ring", "shm"});
       }
     }
   }
@@ -111,6 +133,9 @@ void rank_body(const Variant& v, Context& context, Board& board) {
   options.check = false;
   options.timeout = kTimeout;
   std::vector<int32_t> data(v.count, rank == root ? 100 + root : -1);
+  // With the broadcast on messages, the stream's segment is attached first, so that the next
+  // call runs in it at once (attaching reads the mesh while it waits for the ranks).
+  if (v.algorithm != nullptr) barrier(context, options);
   auto start = std::chrono::steady_clock::now();
   std::string message;
   auto attempt = [&](auto&& call) {
@@ -125,8 +150,10 @@ void rank_body(const Variant& v, Context& context, Board& board) {
       return kOtherError;
     }
   };
-  Outcome first =
-      attempt([&] { broadcast(context, data.data(), v.count, DataType::kInt32, root, options); });
+  CollectiveOptions first_options = options;
+  if (v.algorithm != nullptr) first_options.algorithm = v.algorithm;
+  Outcome first = attempt(
+      [&] { broadcast(context, data.data(), v.count, DataType::kInt32, root, first_options); });
   Outcome second = kReturned;
   std::vector<int32_t> sums(4, rank + 1);
   std::vector<int32_t> next_data(v.count, rank == 0 ? 7 : -2);
@@ -192,6 +219,10 @@ class StrayMessage : public ::testing::TestWithParam<Variant> {};
 TEST_P(StrayMessage, EveryRankRaisesByTheNextCall) {
   const Variant& v = GetParam();
   ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", v.shm ? nullptr : "0");
+  std::unique_ptr<ScopedEnv> transport;
+  if (v.transport != nullptr) {
+    transport = std::make_unique<ScopedEnv>("GLOO_LITE_TEST_TRANSPORT", v.transport);
+  }
   SharedMapping<Board> board;
   ContextOptions options;
   options.timeout = 30s;
@@ -203,6 +234,69 @@ TEST_P(StrayMessage, EveryRankRaisesByTheNextCall) {
 INSTANTIATE_TEST_SUITE_P(Processes, StrayMessage, ::testing::ValuesIn(variants()),
                          [](const ::testing::TestParamInfo<Variant>& info) {
                            return info.param.name();
+                         });
+
+// The gap between the two paths on its own: rank 1 skips a broadcast that rank 0 runs on
+// messages (algorithm ring), and every call after it runs in the host segment, where the two
+// ranks' barriers (allreduces) pair up one call apart and agree. Rank 0's message waits at
+// rank 1 for a call rank 1 has passed; no post of rank 1 judges it, and over shm nothing of
+// rank 1 even reads its ring, so before, every call returned and the message was found only
+// at close. Now rank 1's next call in the segment judges it (HostSegment::begin enters the
+// call in the mesh): rank 1 raises MismatchError naming the broadcast, and rank 0 too, from
+// the segment's abort record, within three calls. Over the shm transport, whose message is in
+// rank 1's ring before rank 0's next flag; over TCP it may arrive after the last call began
+// (see variants() above).
+class StraySegment : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(StraySegment, ASkippedMessageCallIsFoundByTheNextSegmentCall) {
+  const char* transport = std::get<0>(GetParam());
+  const char* next = std::get<1>(GetParam());
+  ScopedEnv shm("GLOO_LITE_SHM_COLLECTIVES", nullptr);
+  ScopedEnv device("GLOO_LITE_TEST_TRANSPORT", transport);
+  auto results = run_context_processes(2, [&](Context& context) {
+    const int rank = context.rank();
+    CollectiveOptions options;
+    options.check = false;
+    options.timeout = kTimeout;
+    barrier(context, options);  // the segment is attached: what follows runs in it at once
+    std::string message;
+    int calls = 0;
+    try {
+      if (rank == 0) {
+        CollectiveOptions ring = options;
+        ring.algorithm = "ring";
+        std::vector<int32_t> data(16, 7);
+        broadcast(context, data.data(), data.size(), DataType::kInt32, 0, ring);
+        ++calls;
+      }
+      for (int i = 0; i < 3 - calls; ++i) {
+        if (std::strcmp(next, "barrier") == 0) {
+          barrier(context, options);
+        } else {
+          int32_t value = 1;
+          allreduce(context, &value, &value, 1, DataType::kInt32, ReduceOp::kSum, options);
+          EXPECT_EQ(value, 2) << "rank " << rank;
+        }
+      }
+      ADD_FAILURE() << "rank " << rank << ": every call returned; the stray went unseen";
+    } catch (const MismatchError& error) {
+      message = error.what();
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "rank " << rank << ": expected MismatchError, got: " << error.what();
+      return;
+    }
+    EXPECT_NE(message.find("collective mismatch"), std::string::npos) << message;
+    EXPECT_NE(message.find("broadcast"), std::string::npos) << "rank " << rank << ": " << message;
+  });
+  expect_all_ok(results);
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, StraySegment,
+                         ::testing::Combine(::testing::Values("shm"),
+                                            ::testing::Values("barrier", "allreduce")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)) + "_then_" +
+                                  std::get<1>(info.param);
                          });
 
 // The normal case the check must leave alone: messages of calls this rank has not reached.
