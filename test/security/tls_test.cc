@@ -435,6 +435,26 @@ TEST(TlsStore, RefusesClientsWithoutTheCasCertificateAndGoesOn) {
   EXPECT_EQ(count_of(log, "dropping client " + garbage + ": its TLS handshake failed"), 1u) << log;
 }
 
+// A rank started without the TLS knobs (by hand, or by a launcher that did not pass them on)
+// is hung up on by a TLS store without a word; its error must point at the knobs, not only ask
+// whether the server is alive. With a secret it fails at its AUTH-HELLO, without at its first
+// request.
+TEST(TlsStore, APlaintextClientIsToldTheServerMayRequireTls) {
+  TlsServer s;
+  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
+    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
+    std::string message;
+    try {
+      make_tcp_store("127.0.0.1", s.server->port(), Deadline::after(seconds(10)));
+    } catch (const StoreError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and GLOO_LITE_TLS_CA"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(TlsStore, ASilentClientIsDroppedAfterTheStallTimeoutAndOthersAreServed) {
   ScopedEnv stall("GLOO_LITE_STORE_STALL_MS", "300");
   TlsServer s;
