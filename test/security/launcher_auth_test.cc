@@ -84,6 +84,19 @@ TEST(LauncherAuth, SecretFileOthersCanReadIsRefusedBeforeAnyRankStarts) {
   EXPECT_EQ(count_of(b.out, "sum 3"), 2u) << b.out;
 }
 
+// A bad TLS knob is a bad GLOO_LITE_* value like a bad secret file: exit status 2 before any
+// rank starts, naming the knob, as gloo_lite_run --help promises.
+TEST(LauncherAuth, HalfConfiguredTlsIsRefusedBeforeAnyRankStarts) {
+  TempDir dir;
+  CommandResult a = run_command(job(dir, {}), seconds(60),
+                                {"GLOO_LITE_TLS_CERT=" + dir.path() + "/rank.pem",
+                                 "GLOO_LITE_TLS_KEY=", "GLOO_LITE_TLS_CA="});
+  EXPECT_EQ(a.exit_code, 2) << a.describe();
+  EXPECT_NE(a.err.find("TLS is half configured: GLOO_LITE_TLS_CERT set"), std::string::npos)
+      << a.err;
+  EXPECT_EQ(secret_seen(dir, 0), "");  // no rank ran
+}
+
 // gloo_lite_store started by hand: its help names the knobs, and once listening it says on
 // stderr whether anyone who can reach it gets in, never showing the secret.
 std::string store_says(const char* secret) {
