@@ -95,6 +95,10 @@ TEST(LauncherAuth, HalfConfiguredTlsIsRefusedBeforeAnyRankStarts) {
   EXPECT_NE(a.err.find("TLS is half configured: GLOO_LITE_TLS_CERT set"), std::string::npos)
       << a.err;
   EXPECT_EQ(secret_seen(dir, 0), "");  // no rank ran
+  CommandResult help = run_command({launcher_path(), "--help"}, seconds(20));
+  EXPECT_NE(help.out.find("GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and\nGLOO_LITE_TLS_CA set"),
+            std::string::npos)
+      << help.out;
 }
 
 // gloo_lite_store started by hand: its help names the knobs, and once listening it says on
