@@ -30,6 +30,13 @@ constexpr const char* kServerHint =
     "; is the store server (gloo_lite_store, gloo_lite_run, or rank 0 under torchrun) alive, "
     "running (not stopped) and reachable from this host?";
 
+// A TLS server cannot answer a plaintext client in a protocol it would understand, so it hangs
+// up at the first request; a plain client that loses a fresh connection there says why that may
+// be, since "is the server alive?" alone sends the user looking in the wrong place.
+constexpr const char* kPlainClientHint =
+    " (a store server with TLS closes clients without it: if GLOO_LITE_TLS_CERT, "
+    "GLOO_LITE_TLS_KEY and GLOO_LITE_TLS_CA are set where it runs, set them here too)";
+
 // A pooled connection: the socket, and its TLS channel when TLS is configured.
 struct Connection {
   Fd fd;
@@ -185,8 +192,18 @@ class TcpStore final : public Store {
   Response exchange(Op op, const Bytes& message, const Deadline& connect_by,
                     const Deadline& deadline) {
     std::unique_ptr<Connection> connection = pool_.take();
-    if (!connection) connection = connect(op, connect_by, deadline);
-    Response response = round_trip(*connection, op, message, deadline);
+    Response response;
+    if (connection) {
+      response = round_trip(*connection, op, message, deadline);
+    } else {
+      try {
+        connection = connect(op, connect_by, deadline);
+        response = round_trip(*connection, op, message, deadline);
+      } catch (const ConnectionError& e) {
+        if (tls_) throw;
+        throw ConnectionError(std::string(e.what()) + kPlainClientHint);
+      }
+    }
     // After an ERROR the server may close the connection (it does on protocol violations), so
     // only connections that succeeded go back to the pool.
     if (response.status != Status::kError) pool_.give_back(std::move(connection));

@@ -27,6 +27,7 @@
 #include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/base/tls.h"
 #include "gloo_lite/failure_report.h"
 #include "gloo_lite/flight_signal.h"
 #include "rendezvous/stores.h"
@@ -465,6 +466,9 @@ int Job::exit_status() {
 int Job::run() {
   raise_fd_limit();
   try {
+    // The TLS knobs, like the user's secret, are checked here: a bad GLOO_LITE_* value is exit
+    // status 2 before any rank starts, not a failure of the launcher's store.
+    tls::configured_context();
     // The user's secret, when set, is checked here (a group-readable file fails before any
     // rank starts). Otherwise a fresh one goes into our own environment, so that the embedded
     // store server, our own store client and every rank (they inherit it) hold the same one.

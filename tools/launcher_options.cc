@@ -100,7 +100,9 @@ or the rank the failure reports in the store point at.
 
 Unless --no-auth, or GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE is set already, the job gets a
 fresh random secret in GLOO_LITE_AUTH_SECRET: the store and every rank then admit only peers
-that prove they hold it (docs/security.md).
+that prove they hold it (docs/security.md). With GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and
+GLOO_LITE_TLS_CA set, the store and every TCP pair run over TLS 1.3 as well (pairs that use shared
+memory on one host do not cross a wire; GLOO_LITE_TRANSPORT=tcp puts them on TLS too).
 
 Options:
   -n, --np N       number of ranks to start (1..4096)

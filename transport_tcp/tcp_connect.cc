@@ -58,6 +58,13 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   setup.size = size_;
   setup.secret = auth::configured_secret();
   setup.tls = tls::configured_context();
+  // What protects this context's pairs, so that a user can check it in the log without a
+  // capture of the wire.
+  LOG_DEBUG("tcp", "rank " << rank_ << ": connecting " << missing << " TCP pairs, "
+                           << (setup.secret ? "each proving the job's secret"
+                                            : "unauthenticated (no GLOO_LITE_AUTH_SECRET or "
+                                              "GLOO_LITE_AUTH_FILE)")
+                           << (setup.tls ? ", over TLS 1.3" : ", plain TCP"));
 
   std::vector<Handshake> pending;
   // The last refusal of a connection that claimed each rank: a timeout names it, since a rank

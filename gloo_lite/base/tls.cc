@@ -41,6 +41,29 @@ constexpr const char* kWhatToDo =
     "this process's certificate, its private key, and the CA that signed every rank's "
     "certificate) on every rank and on the store, or none of them";
 
+// Under TLS 1.3 a client's handshake is over before the server has checked the client's
+// certificate, so a refusal of it arrives as an alert at the client's first read, where
+// "read failed: tlsv1 alert unknown ca" alone does not tell the user which side to fix.
+bool refused_our_certificate(unsigned long code) {
+  if (ERR_GET_LIB(code) != ERR_LIB_SSL) return false;
+  switch (ERR_GET_REASON(code)) {
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* const kCertificateRefused =
+    " (the peer refused this process's certificate (GLOO_LITE_TLS_CERT): it was not signed by "
+    "the CA the peer trusts (GLOO_LITE_TLS_CA there), or it has expired; every rank and the "
+    "store need certificates of the same CA)";
+
 // The reasons OpenSSL queued on this thread, oldest first, and the queue emptied.
 std::string openssl_errors() {
   std::string text;
@@ -280,11 +303,14 @@ ssize_t Channel::io_failure(int rc) {
       if (error_.empty()) error_ = std::strerror(saved_errno);
       errno = saved_errno;
       return -1;
-    default:
+    default: {
       // A record that fails its integrity check, an alert from the peer: the stream is broken.
+      bool refused = refused_our_certificate(ERR_peek_error());
       error_ = "TLS: " + openssl_errors();
+      if (refused) error_ += kCertificateRefused;
       errno = EPROTO;
       return -1;
+    }
   }
 }
 

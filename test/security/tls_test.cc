@@ -435,6 +435,46 @@ TEST(TlsStore, RefusesClientsWithoutTheCasCertificateAndGoesOn) {
   EXPECT_EQ(count_of(log, "dropping client " + garbage + ": its TLS handshake failed"), 1u) << log;
 }
 
+// A rank started without the TLS knobs (by hand, or by a launcher that did not pass them on)
+// is hung up on by a TLS store without a word; its error must point at the knobs, not only ask
+// whether the server is alive. With a secret it fails at its AUTH-HELLO, without at its first
+// request.
+TEST(TlsStore, APlaintextClientIsToldTheServerMayRequireTls) {
+  TlsServer s;
+  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
+    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
+    std::string message;
+    try {
+      make_tcp_store("127.0.0.1", s.server->port(), Deadline::after(seconds(10)));
+    } catch (const StoreError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and GLOO_LITE_TLS_CA"),
+              std::string::npos)
+        << message;
+  }
+}
+
+// Under TLS 1.3 a client finishes its handshake before the server has checked the client's
+// certificate, so a certificate from another CA is refused by an alert at the client's first
+// read. Its error must say that its certificate was refused, not only that a read failed.
+TEST(TlsStore, AClientWhoseCertificateIsRefusedIsToldSo) {
+  TlsServer s;
+  TlsAs as("intruder", "ca");  // trusts the server, but its own certificate is another CA's
+  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
+    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
+    std::string message;
+    try {
+      make_tcp_store("127.0.0.1", s.server->port(), Deadline::after(seconds(10)));
+    } catch (const StoreError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("refused this process's certificate (GLOO_LITE_TLS_CERT)"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(TlsStore, ASilentClientIsDroppedAfterTheStallTimeoutAndOthersAreServed) {
   ScopedEnv stall("GLOO_LITE_STORE_STALL_MS", "300");
   TlsServer s;

@@ -301,6 +301,10 @@ TEST(TransportAuth, SecretIsInNoLogLineAndNoStoreValue) {
     EXPECT_NE(result.err.find("[tcp]"), std::string::npos)
         << "trace logging wrote nothing of the transport: the check would prove nothing\n"
         << result.err;
+    // A user can tell from the log that the pairs authenticate (and whether TLS is on).
+    EXPECT_NE(result.err.find("TCP pairs, each proving the job's secret, plain TCP"),
+              std::string::npos)
+        << result.err;
     EXPECT_EQ(result.err.find(kSecret), std::string::npos) << result.err;
     EXPECT_EQ(result.out.find(kSecret), std::string::npos) << result.out;
   }
