@@ -14,7 +14,7 @@
 namespace gloo_lite::shm {
 
 constexpr uint64_t kMagic = 0x31686d73656c6f67ull;  // "golesmh1"
-constexpr uint32_t kVersion = 5;  // 4: refused inboxes in the header; 5: failing cancels
+constexpr uint32_t kVersion = 6;  // 5: failing cancels; 6: proofs of the job's secret
 constexpr size_t kLine = 64;
 constexpr size_t kHeaderBytes = 4096;  // the header page; inboxes follow it
 constexpr uint32_t kMinRingBytes = 16 * 1024;
@@ -49,6 +49,10 @@ struct SegmentHeader {
   // table (shm_connect.cc), which connects it over the next transport.
   alignas(kLine) uint32_t refuse_error;
   uint8_t refused[kRefusedBytes];
+  // Written before `ready`: 1 when the owner holds the job's secret and admits only producers
+  // that prove it, with the owner's fresh nonce for this segment (transport_shm/shm_auth.h).
+  alignas(kLine) uint32_t auth;
+  uint8_t auth_nonce[32];
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "the header must fit its page");
 
@@ -67,6 +71,9 @@ struct InboxControl {
   alignas(kLine) std::atomic<uint32_t> reserved;
   // The producer mapped this segment and verified its header (the connect handshake).
   std::atomic<uint32_t> hello;
+  // With a secret (SegmentHeader::auth), written before hello: the producer's proof that it
+  // holds the job's secret (transport_shm/shm_auth.h).
+  uint8_t proof[32];
   // Cancels of announced sends, out of band: the producer stores a send id in
   // cancel_ids[cancel_count % kCancelSlots], then bumps cancel_count (release), before it lets
   // go of the send's buffer. The consumer reads them after every copy from the producer's

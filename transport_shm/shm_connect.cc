@@ -14,6 +14,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
+#include "transport_shm/shm_auth.h"
 #include "transport_shm/shm_mesh.h"
 
 namespace gloo_lite::shm {
@@ -101,6 +102,8 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pair->inbox.control->reserved.store(1, std::memory_order_release);
   }
   header_->context_id = context_id;
+  secret_ = auth::configured_secret();
+  publish_auth(*header_, secret_.get());
   header_->ready.store(1, std::memory_order_release);
 
   // Both ends give a pair back when either refused it (each reads the other's header once it
@@ -182,6 +185,9 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
         give_back(*pair, why, /*here=*/false);
         continue;
       }
+      if (std::string why = auth_disagreement(*header_, *header, peer); !why.empty()) {
+        throw ConnectionError(me + " cannot pair with " + who + ": " + why);
+      }
       RingView view;
       view.attach(pair->remote->data(), theirs, rank_);
       if (view.control->reserved.load(std::memory_order_acquire) == 0) {
@@ -198,6 +204,9 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
                            << "); large messages are pipelined through the ring");
       }
       pair->watch = std::make_unique<ProcessWatch>(pair->address.pid);
+      if (secret_) {
+        write_proof(*secret_, context_id, rank_, peer, *header_, *header, *view.control);
+      }
       view.control->hello.store(1, std::memory_order_release);
       ring_doorbell(header);
     }
@@ -209,7 +218,20 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
       for (auto& pair : pairs_) {
         if (!pair || !pair->served) continue;
         InboxControl* control = pair->inbox.control;
-        if (control->hello.load(std::memory_order_acquire) != 0) continue;
+        if (control->hello.load(std::memory_order_acquire) != 0) {
+          if (secret_ && !pair->proven) {
+            if (!proof_holds(*secret_, context_id, pair->peer, rank_, *pair->remote_header,
+                             *header_, *control)) {
+              throw ConnectionError(
+                  me + ": " + describe_peer(pair->peer) +
+                  " mapped this rank's shared-memory segment without a valid proof of the job's "
+                  "secret (another job's process, or another GLOO_LITE_AUTH_SECRET / "
+                  "GLOO_LITE_AUTH_FILE); refused");
+            }
+            pair->proven = true;
+          }
+          continue;
+        }
         if (control->close_state.load(std::memory_order_acquire) ==
             static_cast<uint32_t>(CloseState::kAbort)) {
           // It gave up (its own connect failed): say why now rather than at the deadline.

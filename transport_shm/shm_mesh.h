@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gloo_lite/base/auth.h"
 #include "gloo_lite/base/shared_memory.h"
 #include "gloo_lite/base/wait_policy.h"
 #include "gloo_lite/transport/abort_cause.h"
@@ -48,6 +49,7 @@ struct Pair {
   Address address;
   std::unique_ptr<SharedMemory> remote;  // the peer's segment
   SegmentHeader* remote_header = nullptr;
+  bool proven = false;    // with a secret: its proof in our segment was checked (shm_auth.h)
   RingWriter writer;      // our inbox in the peer's segment
   RingView inbox;         // its inbox in our segment
   uint64_t consumed = 0;  // our tail of that inbox (the shared word is only published)
@@ -172,6 +174,8 @@ class ShmMesh : public transport::MatchingMesh {
   Layout layout_;
   std::unique_ptr<SharedMemory> segment_;  // ours: peers write into it
   SegmentHeader* header_ = nullptr;
+  // The job's secret (nullptr: none), read at connect: producers prove it (shm_auth.h).
+  std::shared_ptr<const auth::Secret> secret_;
   std::vector<std::unique_ptr<Pair>> pairs_;
   std::deque<Pull> pulls_;
   Pull* current_pull_ = nullptr;
