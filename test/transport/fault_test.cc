@@ -194,7 +194,11 @@ TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
                 std::string::npos)
           << e.what();
     }
-    EXPECT_EQ(buffer, std::vector<uint8_t>(kBytes, 0xAB));
+    // Over shm with CMA the receiver may have copied the message before it saw the cancel (the
+    // receive fails all the same): the buffer holds that message or nothing, never a mix.
+    const bool untouched = buffer == std::vector<uint8_t>(kBytes, 0xAB);
+    const bool message = buffer == std::vector<uint8_t>(kBytes, 0x5A);
+    EXPECT_TRUE(untouched || message) << "the failed receive's buffer holds neither";
   }));
 }
 
