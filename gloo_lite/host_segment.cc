@@ -254,7 +254,8 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
 
 HostSegment::~HostSegment() {
   const AbortRecord& record = abort_of(memory_->data());
-  if (!abort_seen_ && record.state.load(std::memory_order_acquire) == 2 &&
+  if (!abort_seen_.load(std::memory_order_relaxed) &&
+      record.state.load(std::memory_order_acquire) == 2 &&
       static_cast<transport::ErrorKind>(record.kind) == transport::ErrorKind::kMismatch) {
     LOG_WARN("context",
              "rank " << record.origin << " found a collective mismatch on the "
@@ -428,7 +429,7 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
 }
 
 void HostSegment::raise_abort() const {
-  abort_seen_ = true;
+  abort_seen_.store(true, std::memory_order_relaxed);
   const AbortRecord& record = abort_of(memory_->data());
   std::string reason(record.reason, strnlen(record.reason, kReasonBytes));
   auto kind = static_cast<transport::ErrorKind>(record.kind);
@@ -447,7 +448,7 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const std::string& 
 
 void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::AbortCause& cause) {
   const std::string& reason = cause.text;
-  abort_seen_ = true;
+  abort_seen_.store(true, std::memory_order_relaxed);
   AbortRecord& record = abort_of(memory_->data());
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;

@@ -14,6 +14,8 @@
 // deadline it throws TimeoutError naming the ranks that are behind.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -135,8 +137,9 @@ class HostSegment {
   std::vector<transport::RequestPtr> probes_;  // per peer, posted while waiting long for it
   // This rank raised the abort record or wrote to it (its context failed): closing needs no
   // word about it. Otherwise a mismatch another rank found after this rank's last call
-  // returned is logged at close (as the matching engine does for messages).
-  mutable bool abort_seen_ = false;
+  // returned is logged at close (as the matching engine does for messages). Atomic: a thread in
+  // a call raises the record while another fails the context, which writes it.
+  mutable std::atomic<bool> abort_seen_{false};
 };
 
 }  // namespace gloo_lite
