@@ -444,20 +444,30 @@ TEST(TlsStore, RefusesClientsWithoutTheCasCertificateAndGoesOn) {
   EXPECT_EQ(count_of(log, "dropping client " + garbage + ": its TLS handshake failed"), 1u) << log;
 }
 
+// The StoreError a store client at `port` raises, with the job's secret and without ("" if
+// it connected).
+std::vector<std::string> store_client_errors(uint16_t port) {
+  std::vector<std::string> messages;
+  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
+    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
+    std::string message;
+    try {
+      make_tcp_store("127.0.0.1", port, Deadline::after(seconds(10)));
+    } catch (const StoreError& e) {
+      message = e.what();
+    }
+    messages.push_back(message);
+  }
+  return messages;
+}
+
 // A rank started without the TLS knobs (by hand, or by a launcher that did not pass them on)
 // is hung up on by a TLS store without a word; its error must point at the knobs, not only ask
 // whether the server is alive. With a secret it fails at its AUTH-HELLO, without at its first
 // request.
 TEST(TlsStore, APlaintextClientIsToldTheServerMayRequireTls) {
   TlsServer s;
-  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
-    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
-    std::string message;
-    try {
-      make_tcp_store("127.0.0.1", s.server->port(), Deadline::after(seconds(10)));
-    } catch (const StoreError& e) {
-      message = e.what();
-    }
+  for (const std::string& message : store_client_errors(s.server->port())) {
     EXPECT_NE(message.find("GLOO_LITE_TLS_CERT, GLOO_LITE_TLS_KEY and GLOO_LITE_TLS_CA"),
               std::string::npos)
         << message;
@@ -470,14 +480,7 @@ TEST(TlsStore, APlaintextClientIsToldTheServerMayRequireTls) {
 TEST(TlsStore, AClientWhoseCertificateIsRefusedIsToldSo) {
   TlsServer s;
   TlsAs as("intruder", "ca");  // trusts the server, but its own certificate is another CA's
-  for (const char* secret : {kSecret, static_cast<const char*>(nullptr)}) {
-    ScopedEnv with_secret("GLOO_LITE_AUTH_SECRET", secret);
-    std::string message;
-    try {
-      make_tcp_store("127.0.0.1", s.server->port(), Deadline::after(seconds(10)));
-    } catch (const StoreError& e) {
-      message = e.what();
-    }
+  for (const std::string& message : store_client_errors(s.server->port())) {
     EXPECT_NE(message.find("refused this process's certificate (GLOO_LITE_TLS_CERT)"),
               std::string::npos)
         << message;
