@@ -31,29 +31,20 @@ std::string describe_abort(const AbortCause& cause, int sender, const Name& name
 
 // The error a rank raises for another rank's abort that reached it outside its mesh (a host
 // segment's abort record): the collective layer tells the mesh's peers `cause` as it came.
-class RelayedAbort : public ConnectionError {
+// Base is the kind of error raised: ConnectionError for an abort, MismatchError for a
+// collective mismatch another rank found there (its record says kMismatch), so that ranks on
+// other hosts raise a MismatchError too, in the origin's words.
+template <typename Base>
+class Relayed : public Base {
  public:
-  RelayedAbort(const std::string& what, AbortCause cause)
-      : ConnectionError(what), cause_(std::move(cause)) {}
+  Relayed(const std::string& what, AbortCause cause) : Base(what), cause_(std::move(cause)) {}
   const AbortCause& cause() const { return cause_; }
 
  private:
   AbortCause cause_;
 };
-
-// The same for a collective mismatch another rank found in a host segment (its abort record
-// says kMismatch): raised as a MismatchError in the origin's words, as before, and told to the
-// mesh's peers as that rank's cause and as a mismatch, so that ranks on other hosts raise a
-// MismatchError too (not a ConnectionError about this rank).
-class RelayedMismatch : public MismatchError {
- public:
-  RelayedMismatch(const std::string& what, AbortCause cause)
-      : MismatchError(what), cause_(std::move(cause)) {}
-  const AbortCause& cause() const { return cause_; }
-
- private:
-  AbortCause cause_;
-};
+using RelayedAbort = Relayed<ConnectionError>;
+using RelayedMismatch = Relayed<MismatchError>;
 
 // The origin a peer's abort names, from the wire's "origin + 1, 0: the sender itself"; a rank
 // outside the context reads as the sender (a peer cannot be believed about ranks that do not
