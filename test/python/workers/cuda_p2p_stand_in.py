@@ -104,6 +104,10 @@ raises(ValueError, "read-only", lambda: comm.recv(device(np.zeros(4), readonly=T
 comm.synchronize()  # nothing was enqueued: the communicator still works
 checks += 6
 
+# The mismatch below fails the context on every rank: wait until every rank is done with the
+# exchanges above (ranks 2 and 3 may still be finishing theirs when ranks 0 and 1 get here).
+ctx.barrier()
+
 # Rank 0 sends 128 bytes (two 64-byte slots), rank 1 expects 64 (one slot): each chunk alone has
 # the receive's size; the total every send carries first tells them apart. Rank 1 raises a
 # MismatchError naming both sizes; rank 0's eager send may complete first, and its next
