@@ -52,8 +52,7 @@ class MixedMesh::MixedRequest : public Request {
       // thread that only tests a TCP request must not leave a shared-memory peer stuck.
       mesh_->drive_waiter_driven(sub_);
     } catch (...) {
-      mesh_->relay_failures();  // this sub-mesh's failure reaches the others' peers
-      throw;
+      mesh_->rethrow_cause();  // this sub-mesh's failure reaches the others' peers
     }
     mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
     return inner_->test();
@@ -399,26 +398,77 @@ AbortCause MixedMesh::failure_cause() {
   return {};
 }
 
+bool MixedMesh::found_here(const Sub& sub) const {
+  if (!sub.engine) return false;
+  return sub.engine->failure().kind == ErrorKind::kConnection &&
+         sub.engine->abort_cause().origin == rank_;
+}
+
+int MixedMesh::cause_sub() {
+  int first = -1;
+  bool healthy_waiter_driven = false;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    const Sub& sub = *subs_[i];
+    if (!sub.engine) continue;
+    if (!sub.engine->failure().failed()) {
+      healthy_waiter_driven = healthy_waiter_driven || !sub.transport.progresses_alone;
+    } else if (first < 0) {
+      first = static_cast<int>(i);
+    }
+  }
+  if (first < 0 || !found_here(*subs_[first])) return first;
+  // Rule 5: a look at what the waiter-driven sub-meshes hold before a lost connection is taken
+  // as the cause. Their own failures are read just below, whatever this round raised.
+  if (healthy_waiter_driven) {
+    try {
+      drive_waiter_driven(-1);
+    } catch (...) {
+    }
+  }
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    const Sub& sub = *subs_[i];
+    if (sub.engine && sub.engine->failure().failed() && !found_here(sub)) {
+      return static_cast<int>(i);
+    }
+  }
+  return first;
+}
+
 void MixedMesh::relay_failures() {
   if (single_) return;
-  for (auto& failed : subs_) {
-    if (!failed->engine) continue;
-    Failure failure = failed->engine->failure();
-    if (!failure.failed()) continue;
-    for (auto& other : subs_) {
-      if (other.get() == failed.get()) continue;
-      if (other->engine) {
-        if (other->engine->failure().failed()) continue;
-        LOG_DEBUG("context", "rank " << rank_ << ": the " << failed->transport.name
-                                     << " pairs failed; failing the " << other->transport.name
-                                     << " pairs with them");
-        // The cause as it came (its origin, its text), not this rank's message about it.
-        other->engine->relay_abort(failure.kind, failed->engine->abort_cause());
-      } else {
-        other->mesh->abort(failure.message);
-      }
+  const int cause = cause_sub();
+  if (cause < 0) return;
+  Sub& failed = *subs_[cause];
+  Failure failure = failed.engine->failure();
+  for (auto& other : subs_) {
+    if (other.get() == &failed) continue;
+    if (other->engine) {
+      if (other->engine->failure().failed()) continue;
+      LOG_DEBUG("context", "rank " << rank_ << ": the " << failed.transport.name
+                                   << " pairs failed; failing the " << other->transport.name
+                                   << " pairs with them");
+      // The cause as it came (its origin, its text), not this rank's message about it.
+      other->engine->relay_abort(failure.kind, failed.engine->abort_cause());
+    } else {
+      other->mesh->abort(failure.message);
     }
-    return;
+  }
+}
+
+void MixedMesh::rethrow_cause() {
+  relay_failures();
+  try {
+    throw;
+  } catch (const ConnectionError&) {
+    // Rule 5: a connection this rank lost, with a peer's abort found behind it, raises that.
+    const int cause = cause_sub();
+    bool lost_here = false;
+    for (const auto& sub : subs_) lost_here = lost_here || found_here(*sub);
+    if (cause >= 0 && lost_here && !found_here(*subs_[cause])) {
+      Failure failure = subs_[cause]->engine->failure();
+      throw_error(failure.kind, failure.message);
+    }
+    throw;
   }
 }
 
@@ -469,8 +519,7 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
       // A failure of this sub-mesh (a collective mismatch it found, a lost peer) must reach
       // the peers of the others now: the caller fails without telling peers what a transport
       // already told its own.
-      relay_failures();
-      throw;
+      rethrow_cause();
     }
   };
   const Deadline bound = until.earlier(deadline);
@@ -515,8 +564,7 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
         }
       } catch (...) {
         cancel_all();
-        relay_failures();
-        throw;
+        rethrow_cause();
       }
     }
     // Rule 2: every waiter-driven sub-mesh but the one this thread sleeps in moves now, and
@@ -526,8 +574,7 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
       busy = drive_waiter_driven(static_cast<int>(pending.front()));
     } catch (...) {
       cancel_all();
-      relay_failures();
-      throw;
+      rethrow_cause();
     }
     auto slice = Deadline::after(busy ? kProgressSlice : kFailureSlice);
     if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;

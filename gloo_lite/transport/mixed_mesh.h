@@ -60,6 +60,11 @@
 //  4. A failure or a timeout in one group cancels the pending requests of the others before
 //     it propagates (no buffer stays in use). The deadline is this loop's (the groups' own
 //     waits get none), so that a timeout names the late peers of every group at once.
+//  5. A lost connection is often only the consequence of an abort: the peer that closed it was
+//     told by a third rank, whose abort to this rank still waits, unread, in a waiter-driven
+//     sub-mesh (shared memory moves only when driven). So before a connection failure this
+//     rank found itself is relayed (rule 3) or raised, every waiter-driven sub-mesh makes one
+//     round of progress; a peer's abort found there is the cause relayed and raised instead.
 #pragma once
 
 #include <memory>
@@ -106,8 +111,12 @@ class MixedMesh : public Mesh {
   void relay_abort(ErrorKind kind, const AbortCause& cause) override;
   void enter_collective(uint64_t tag, uint64_t fingerprint) override;  // every sub-mesh
 
-  // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above).
+  // Carries the first sub-mesh failure to the healthy sub-meshes (rule 3 above), or a peer's
+  // abort found behind it (rule 5).
   void relay_failures();
+  // In a handler of a failed wait or test: relay_failures, then rethrows the exception in
+  // flight, or the peer's abort behind it when it is a connection this rank lost (rule 5).
+  [[noreturn]] void rethrow_cause();
 
  private:
   struct Sub {
@@ -137,6 +146,11 @@ class MixedMesh : public Mesh {
   // (an index into subs_; -1: none) (rule 2). True when one of them has work in hand, so
   // that the next slice must be short.
   bool drive_waiter_driven(int except);
+  // Whether `sub` failed of a connection failure this rank found itself (a lost peer, a
+  // protocol error), not of a peer's abort.
+  bool found_here(const Sub& sub) const;
+  // The failed sub-mesh (index) whose failure is this rank's cause (rules 3 and 5); -1: none.
+  int cause_sub();
 
   const int rank_;
   const int size_;
