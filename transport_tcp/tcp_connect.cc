@@ -168,15 +168,15 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   }
 }
 
-void TcpMesh::flush_queued_frames(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+void TcpMesh::flush_queued_frames(std::unique_lock<std::mutex>* lock, const Deadline& deadline) {
   for (auto& pair : pairs_) {
     while (pair && pair->open_ && !pair->out_.empty() && !deadline.expired()) {
       write_pair(*pair);
       if (!pair->open_ || pair->out_.empty()) break;
       pollfd p{pair->fd_.get(), POLLOUT, 0};
-      lock.unlock();
+      if (lock) lock->unlock();
       ::poll(&p, 1, 10);
-      lock.lock();
+      if (lock) lock->lock();
     }
   }
 }
@@ -200,7 +200,7 @@ void TcpMesh::close_all(bool goodbye) {
       }
     }
     // Let queued frames leave, briefly: a peer still reading gets our last messages.
-    flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(1000)));
+    flush_queued_frames(&lock, Deadline::after(std::chrono::milliseconds(1000)));
   }
   std::string message = "rank " + std::to_string(rank_) + " closed this context";
   fail_mesh(ErrorKind::kConnection, message);

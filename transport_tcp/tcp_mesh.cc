@@ -339,7 +339,10 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
   // Out of the loop's set: a shut-down socket reports EPOLLHUP whatever the mask, and the loop
   // would spin on it until the mesh is destroyed.
   loop_->forget(pair.fd_.get());
-  ::shutdown(pair.fd_.get(), SHUT_RDWR);
+  // The write side only: data the peer still sends then waits unread, where a shut read side
+  // would answer it with a reset, and a reset drops what this rank wrote but the peer has not
+  // received yet (its last frames: an abort's reason, a mismatch notice).
+  ::shutdown(pair.fd_.get(), SHUT_WR);
   int peer = pair.peer_;
   for (auto& frame : pair.out_) {
     if (frame.op) fail_op(frame.op, kind, message);
@@ -355,6 +358,24 @@ void TcpMesh::lose_pair(Pair& pair, const std::string& message, ErrorKind kind) 
   LOG_INFO("tcp", message);  // the context warns once, when the failure reaches a call
   fail_pair(pair, kind, message);
   fail_mesh(kind, message);
+}
+
+void TcpMesh::lose_connection(Pair& pair, const std::string& message) {
+  if (!mesh_failure().failed() && !reading_for_cause_) {
+    // A lost connection is often only the consequence of another rank's abort: the peer that
+    // reset it had been told, and so had this rank, on another pair, whose frame may wait
+    // unread in its socket. Read those first: such an abort is then the mesh's failure and
+    // cause (what this rank raises and forwards), and this loss one of its effects.
+    reading_for_cause_ = true;
+    for (auto& other : pairs_) {
+      if (mesh_failure().failed()) break;
+      if (other && other.get() != &pair && other->open_ && !other->reading_) {
+        read_pair(*other, /*drain=*/true);
+      }
+    }
+    reading_for_cause_ = false;
+  }
+  lose_pair(pair, message);
 }
 
 void TcpMesh::fail_mesh(ErrorKind kind, const std::string& message) {
@@ -392,16 +413,17 @@ void TcpMesh::abort(const std::string& reason) {
   // 100 ms: the frame is small and only a frame already partly written goes before it, so a
   // peer that has not taken it by then is not reading (or not reachable); a timed-out call
   // counts on this bound (kAfterTimeoutBudget, gloo_lite/collective_failure.h).
-  flush_queued_frames(lock, Deadline::after(std::chrono::milliseconds(100)));
+  flush_queued_frames(&lock, Deadline::after(std::chrono::milliseconds(100)));
   fail_after_abort(ErrorKind::kConnection, cause);
 }
 
 void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   transport::AbortCause cause = queue_abort_frames(kind, reason);
-  // The engine holds the lock: one try to send without waiting for room.
-  for (auto& pair : pairs_) {
-    if (pair && pair->open_) write_pair(*pair);
-  }
+  // As in abort(), peers must read the reason before the connection closes, and a frame
+  // already begun (a large payload) goes before it: without that wait a peer that was still
+  // reading it got the rest cut off and only a reset (collectives_tests, 1 in about 400). The
+  // engine holds the lock, kept through the wait: the mesh is failing, nobody needs it meanwhile.
+  flush_queued_frames(nullptr, Deadline::after(std::chrono::milliseconds(100)));
   fail_after_abort(kind, cause);
 }
 

@@ -150,9 +150,12 @@ class TcpMesh : public transport::MatchingMesh {
   void fail_mesh(ErrorKind kind, const std::string& message);
   // The connection to this peer is gone: fail it and, with it, the whole context.
   void lose_pair(Pair& pair, const std::string& message, ErrorKind kind = ErrorKind::kConnection);
+  // lose_pair for a connection that broke here (a reset, an end of stream, a failed write),
+  // after reading what the other pairs hold: a peer's abort found there is the cause.
+  void lose_connection(Pair& pair, const std::string& message);
   // Writes what is queued on every open pair until it is gone or `deadline` passes; lets go of
-  // the lock while a socket is full.
-  void flush_queued_frames(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  // `lock` while a socket is full (nullptr: the caller's lock is kept throughout).
+  void flush_queued_frames(std::unique_lock<std::mutex>* lock, const Deadline& deadline);
   // The engine found this rank cannot go on (a collective mismatch): tell every peer why, with
   // the kind of error they should raise, and fail the mesh.
   void abort_locked(ErrorKind kind, const std::string& reason) override;
@@ -211,6 +214,7 @@ class TcpMesh : public transport::MatchingMesh {
   std::chrono::steady_clock::time_point reclaim_armed_at_;  // fires kParkGrace after this
 
   bool closed_ = false;
+  bool reading_for_cause_ = false;  // lose_connection is reading the other pairs (no re-entry)
   // The cause this mesh tells its peers when it aborts or closes failed (abort_cause.h).
   transport::AbortCause cause_to_forward() const {
     return first_cause_.forward(rank_, mesh_failure(), mesh_failure().message);

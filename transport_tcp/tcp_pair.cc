@@ -74,8 +74,8 @@ void TcpMesh::read_pair(Pair& pair, bool drain) {
   // A write failed while we were reading, and what the peer sent before it closed held no
   // reason: the write's error is the cause.
   if (pair.open_ && !pair.write_error_.empty()) {
-    lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
-                        " while sending: " + pair.write_error_);
+    lose_connection(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                              " while sending: " + pair.write_error_);
   }
 }
 
@@ -153,15 +153,15 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
         pair.open_ = false;
         return;
       }
-      lose_pair(pair, "lost the connection to " + describe_peer(pair.peer_) +
-                          ": the peer closed it without saying goodbye (did rank " +
-                          std::to_string(pair.peer_) + " crash, get killed or exit early?)");
+      lose_connection(pair, "lost the connection to " + describe_peer(pair.peer_) +
+                                ": the peer closed it without saying goodbye (did rank " +
+                                std::to_string(pair.peer_) + " crash, get killed or exit early?)");
       return;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     if (errno == EINTR) continue;
-    lose_pair(pair,
-              "lost the connection to " + describe_peer(pair.peer_) + ": " + pair_error(pair));
+    lose_connection(
+        pair, "lost the connection to " + describe_peer(pair.peer_) + ": " + pair_error(pair));
     return;
   }
 }
