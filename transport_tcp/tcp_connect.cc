@@ -169,14 +169,26 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
 }
 
 void TcpMesh::flush_queued_frames(std::unique_lock<std::mutex>* lock, const Deadline& deadline) {
+  std::vector<uint8_t> discarded;
   for (auto& pair : pairs_) {
     while (pair && pair->open_ && !pair->out_.empty() && !deadline.expired()) {
       write_pair(*pair);
-      if (!pair->open_ || pair->out_.empty()) break;
-      pollfd p{pair->fd_.get(), POLLOUT, 0};
+      // A write that failed (a reset) ends it: nothing more can leave.
+      if (!pair->open_ || pair->out_.empty() || !pair->write_error_.empty()) break;
+      // With the caller's lock kept nobody reads this socket meanwhile: read and drop what
+      // arrives (the pair fails after this), so that a peer flushing to us at the same time
+      // (both aborting mid-exchange) gets room too.
+      pollfd p{pair->fd_.get(), static_cast<short>(POLLOUT | (lock ? 0 : POLLIN)), 0};
       if (lock) lock->unlock();
-      ::poll(&p, 1, 10);
+      int ready = ::poll(&p, 1, 10);
       if (lock) lock->lock();
+      if (ready > 0 && (p.revents & (POLLERR | POLLHUP))) break;
+      if (ready > 0 && (p.revents & POLLIN)) {
+        discarded.resize(64 * 1024);
+        // 0: the peer shut its side (it failed this pair and reads no more); an error: gone.
+        ssize_t n = ::recv(pair->fd_.get(), discarded.data(), discarded.size(), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+      }
     }
   }
 }

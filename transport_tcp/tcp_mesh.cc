@@ -367,11 +367,16 @@ void TcpMesh::lose_connection(Pair& pair, const std::string& message) {
     // unread in its socket. Read those first: such an abort is then the mesh's failure and
     // cause (what this rank raises and forwards), and this loss one of its effects.
     reading_for_cause_ = true;
-    for (auto& other : pairs_) {
-      if (mesh_failure().failed()) break;
-      if (other && other.get() != &pair && other->open_ && !other->reading_) {
-        read_pair(*other, /*drain=*/true);
+    try {
+      for (auto& other : pairs_) {
+        if (mesh_failure().failed()) break;
+        if (other && other.get() != &pair && other->open_ && !other->reading_) {
+          read_pair(*other, /*drain=*/true);
+        }
       }
+    } catch (...) {
+      reading_for_cause_ = false;
+      throw;
     }
     reading_for_cause_ = false;
   }
@@ -422,7 +427,8 @@ void TcpMesh::abort_locked(ErrorKind kind, const std::string& reason) {
   // As in abort(), peers must read the reason before the connection closes, and a frame
   // already begun (a large payload) goes before it: without that wait a peer that was still
   // reading it got the rest cut off and only a reset (collectives_tests, 1 in about 400). The
-  // engine holds the lock, kept through the wait: the mesh is failing, nobody needs it meanwhile.
+  // engine holds the lock, kept through the wait (what arrives meanwhile is dropped: this mesh
+  // fails with its own cause next).
   flush_queued_frames(nullptr, Deadline::after(std::chrono::milliseconds(100)));
   fail_after_abort(kind, cause);
 }

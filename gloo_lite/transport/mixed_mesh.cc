@@ -51,11 +51,11 @@ class MixedMesh::MixedRequest : public Request {
       // A poller drives the other waiter-driven sub-meshes as a waiter does (rule 2): a
       // thread that only tests a TCP request must not leave a shared-memory peer stuck.
       mesh_->drive_waiter_driven(sub_);
+      mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
+      return inner_->test();
     } catch (...) {
-      mesh_->rethrow_cause();  // this sub-mesh's failure reaches the others' peers
+      mesh_->rethrow_cause();  // this sub-mesh's failure reaches the others' peers (rule 5)
     }
-    mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
-    return inner_->test();
   }
   int source() const override { return inner_->source(); }
 
@@ -391,6 +391,12 @@ void MixedMesh::enter_collective(uint64_t tag, uint64_t fingerprint) {
 AbortCause MixedMesh::failure_cause() {
   if (single_) return single_->failure_cause();
   relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on
+  // The cause rules 3 and 5 chose (what a wait raised), else the first known.
+  const int cause = cause_sub();
+  if (cause >= 0) {
+    AbortCause chosen = subs_[cause]->mesh->failure_cause();
+    if (chosen.known()) return chosen;
+  }
   for (auto& sub : subs_) {
     AbortCause cause = sub->mesh->failure_cause();
     if (cause.known()) return cause;
@@ -420,9 +426,13 @@ int MixedMesh::cause_sub() {
   // Rule 5: a look at what the waiter-driven sub-meshes hold before a lost connection is taken
   // as the cause. Their own failures are read just below, whatever this round raised.
   if (healthy_waiter_driven) {
-    try {
-      drive_waiter_driven(-1);
-    } catch (...) {
+    for (size_t i = 0; i < subs_.size(); ++i) {
+      Sub& sub = *subs_[i];
+      if (sub.transport.progresses_alone) continue;
+      try {  // each on its own: one that throws must not keep the others from their round
+        sub.mesh->wait_until({}, Deadline::never(), Deadline::after(std::chrono::milliseconds(0)));
+      } catch (...) {
+      }
     }
   }
   for (size_t i = 0; i < subs_.size(); ++i) {
@@ -537,7 +547,7 @@ bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadli
           late += (late.empty() ? "" : " | ") + subs_[index]->transport.name + ": " + e.what();
         } catch (...) {
           cancel_all();
-          throw;
+          rethrow_cause();
         }
       }
       if (late.empty()) return true;  // they completed meanwhile
