@@ -35,7 +35,7 @@ constexpr const char* kUsage = R"(usage: gloo_lite_run -n P -- gloo_lite_bench [
   -I, --per-iteration      time every iteration and print its p50 and p99 (max over ranks)
   -t, --transport NAME     tcp, shm, or ibverbs (when built with libibverbs); sets
                            GLOO_LITE_TRANSPORT for this run (default: GLOO_LITE_TRANSPORT,
-                           else tcp)
+                           else the library's choice per pair: shm on one host)
       --overlap MS         instead of the bandwidth tables: per size, the blocking call's
                            time, MS ms of CPU-bound computation alone, and the non-blocking
                            call started before the computation and waited for after it, with
