@@ -224,14 +224,16 @@ void Communicator::Engine::run_job(Job& job) {
   } catch (...) {
     if (!error) error = std::current_exception();
   }
-  layer->set_counter(counter_, job.number);
+  // The work handle and synchronize() learn the outcome before the stream goes on: a caller that
+  // synchronized the stream then finds the work done (a C caller tests it with a zero timeout).
+  job.work->finish(error);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     finished_ = job.number;
     if (error && !first_error_) first_error_ = error;
   }
   changed_.notify_all();
-  job.work->finish(error);
+  layer->set_counter(counter_, job.number);
   try {
     // The counter's memory must outlive every stream's look at it (the destructor frees it).
     layer->synchronize_event(job.passed);
