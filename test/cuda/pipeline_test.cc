@@ -133,24 +133,25 @@ void run_rank(Layer which, const PipelineCase& c, Context& context) {
 
   CollectiveOptions options;
   if (c.op == ReduceOp::kCustom) options.custom = plus_one_function(c.type);
+  Work last;  // the call the stream waits for last
   switch (c.collective) {
     case Collective::kAllreduce:
-      communicator.allreduce(input, device_out, c.count, c.type, c.op, stream, options);
+      last = communicator.allreduce(input, device_out, c.count, c.type, c.op, stream, options);
       break;
     case Collective::kBroadcast:
-      communicator.broadcast(device_out, c.count, c.type, c.root, stream, options);
+      last = communicator.broadcast(device_out, c.count, c.type, c.root, stream, options);
       break;
     case Collective::kReduce:
-      communicator.reduce(input, device_out, c.count, c.type, c.op, c.root, stream, options);
+      last = communicator.reduce(input, device_out, c.count, c.type, c.op, c.root, stream, options);
       break;
     case Collective::kAllgather:
-      communicator.allgather(input, device_out, c.count, c.type, stream, options);
+      last = communicator.allgather(input, device_out, c.count, c.type, stream, options);
       break;
     case Collective::kReduceScatter:
-      communicator.reduce_scatter(input, device_out, c.count, c.type, c.op, stream, options);
+      last = communicator.reduce_scatter(input, device_out, c.count, c.type, c.op, stream, options);
       break;
     case Collective::kAlltoall:
-      communicator.alltoall(input, device_out, c.count, c.type, stream, options);
+      last = communicator.alltoall(input, device_out, c.count, c.type, stream, options);
       break;
     case Collective::kSendRecv: {
       // A ring in two phases so that no rank waits on a send nobody receives yet: even ranks
@@ -158,17 +159,19 @@ void run_rank(Layer which, const PipelineCase& c, Context& context) {
       const int next = (rank + 1) % ranks;
       const int previous = (rank + ranks - 1) % ranks;
       if (rank % 2 == 0) {
-        communicator.send(input, in_bytes, next, 5, stream);
-        communicator.recv(device_out, out_bytes, previous, 5, stream);
+        last = communicator.send(input, in_bytes, next, 5, stream);
+        last = communicator.recv(device_out, out_bytes, previous, 5, stream);
       } else {
-        communicator.recv(device_out, out_bytes, previous, 5, stream);
-        communicator.send(input, in_bytes, next, 5, stream);
+        last = communicator.recv(device_out, out_bytes, previous, 5, stream);
+        last = communicator.send(input, in_bytes, next, 5, stream);
       }
       break;
     }
   }
   layer->copy_to_host(host_out.data(), device_out, out_bytes, stream);
   layer->synchronize_stream(stream);  // nothing else: the stream's order must suffice
+  // A stream that has gone past a call means the call is over: its work handle says so.
+  EXPECT_TRUE(last.test()) << "rank " << rank << ": the stream passed a call its work calls open";
   communicator.synchronize();
 
   const std::string what = std::string("rank ") + std::to_string(rank) + " " +
