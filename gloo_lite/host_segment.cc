@@ -296,6 +296,12 @@ void HostSegment::begin(const algo::Call& call) {
   call_start_ = seq_;
   std::fill(checked_.begin(), checked_.end(), false);
   CallRecord& record = control(rank_).calls[calls_ % kCallRing];
+  if (calls_ > 0) {
+    previous_fingerprint_ = current_fingerprint_;
+    previous_tag_ = current_tag_;
+  }
+  current_fingerprint_ = call.fingerprint;
+  current_tag_ = call.tag;
   record.index.store(calls_, std::memory_order_relaxed);
   record.fingerprint.store(call.fingerprint, std::memory_order_relaxed);
   ++calls_;  // published with this rank's next flag (a release store)
@@ -366,26 +372,37 @@ void HostSegment::wait_for(int peer, uint64_t target) {
 
 void HostSegment::check_fingerprint(int peer) {
   checked_[peer] = true;
-  uint64_t index = calls_ - 1;
-  const CallRecord& record = control(peer).calls[index % kCallRing];
-  uint64_t theirs = record.fingerprint.load(std::memory_order_relaxed);
-  if (record.index.load(std::memory_order_relaxed) != index || theirs == call_->fingerprint) {
-    return;  // the same call (or the peer already moved on: the others compare)
+  // This call's fingerprint, then the one before: in a call where some ranks wait for only one
+  // peer (the readers of a small broadcast wait for its root, the root for nobody), two groups
+  // that each agree among themselves (two "roots") meet nowhere; the next call in which they wait
+  // for each other finds it.
+  for (uint64_t back = 1; back <= 2 && back <= calls_; ++back) {
+    const uint64_t index = calls_ - back;
+    const CallRecord& record = control(peer).calls[index % kCallRing];
+    const uint64_t mine = back == 1 ? call_->fingerprint : previous_fingerprint_;
+    const uint64_t theirs = record.fingerprint.load(std::memory_order_relaxed);
+    if (record.index.load(std::memory_order_relaxed) != index || theirs == mine) {
+      continue;  // the same call (or the peer already moved on: the others compare)
+    }
+    const uint64_t tag = back == 1 ? call_->tag : previous_tag_;
+    std::string text = "collective mismatch: " + name(rank_) + " in " +
+                       describe_fingerprint(mine, tag) + " found " + name(peer) + " in " +
+                       describe_fingerprint(theirs, tag) + " on the shared-memory segment";
+    if (back == 2) {
+      text += " (the call before " + describe_fingerprint(call_->fingerprint, call_->tag) +
+              ", found when the ranks next waited for each other)";
+    }
+    text += "; the calls differ in " + fingerprint_difference(mine, theirs) +
+            ". Every rank must call the same collectives in the same order with the same type, "
+            "op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares every pair before each "
+            "call)";
+    abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, text);
+    // Ranks that wait on messages (another algorithm, another collective, another host) must
+    // learn it too, as a mismatch: the context's mesh, whatever view of it this call runs on
+    // (a hierarchical phase's subset) and however many transports it mixes.
+    call_->context->mesh().abort_with(transport::ErrorKind::kMismatch, text);
+    throw MismatchError(text);
   }
-  std::string text = "collective mismatch: " + name(rank_) + " in " +
-                     describe_fingerprint(call_->fingerprint, call_->tag) + " found " + name(peer) +
-                     " in " + describe_fingerprint(theirs, call_->tag) +
-                     " on the shared-memory segment; the calls differ in " +
-                     fingerprint_difference(call_->fingerprint, theirs) +
-                     ". Every rank must call the same collectives in the same order with the "
-                     "same type, op, root, counts and algorithm (GLOO_LITE_CHECK=1 compares "
-                     "every pair before each call)";
-  abort(context_ranks_[rank_], transport::ErrorKind::kMismatch, text);
-  // Ranks that wait on messages (another algorithm, another collective, another host) must
-  // learn it too, as a mismatch: the context's mesh, whatever view of it this call runs on
-  // (a hierarchical phase's subset) and however many transports it mixes.
-  call_->context->mesh().abort_with(transport::ErrorKind::kMismatch, text);
-  throw MismatchError(text);
 }
 
 void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over) {

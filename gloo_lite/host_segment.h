@@ -134,6 +134,9 @@ class HostSegment {
   const algo::Call* call_ = nullptr;
   uint64_t call_start_ = 0;  // seq_ at begin(): a peer past it has announced this call
   std::vector<bool> checked_;
+  // This call's and the previous one's (check_fingerprint compares both).
+  uint64_t current_fingerprint_ = 0, current_tag_ = 0;
+  uint64_t previous_fingerprint_ = 0, previous_tag_ = 0;
   std::vector<transport::RequestPtr> probes_;  // per peer, posted while waiting long for it
   // This rank raised the abort record or wrote to it (its context failed): closing needs no
   // word about it. Otherwise a mismatch another rank found after this rank's last call

@@ -195,6 +195,29 @@ void run_allgather(const Call& call, HostSegment& segment) {
   }
 }
 
+// A vector that fits a slot: one step in the root's own slot. The root copies it in and
+// publishes; each reader waits for the root alone, copies it out and publishes that it is done.
+// Nobody waits for all: the root returns at once, as direct's does (it waits for the readers
+// only when it next rewrites this buffer, two steps on). Two ranks that both think they are
+// the root write different slots, so no reader gets a mixture; the groups that disagree meet
+// at the next call in which they wait for each other, which compares this call's fingerprints
+// too (HostSegment::check_fingerprint).
+void one_step_broadcast(const Call& call, HostSegment& segment) {
+  const size_t bytes = call.bytes(call.count);
+  if (call.rank == call.root) {
+    const int buffer = segment.acquire_buffer();
+    std::memcpy(segment.slot(call.root, buffer), call.output, bytes);
+    segment.publish();
+    segment.release_buffer(buffer, segment.seq());
+  } else {
+    const int buffer = segment.next_buffer();
+    segment.wait_for(call.root, segment.seq() + 1);  // compares the root's fingerprint
+    std::memcpy(call.output, segment.slot(call.root, buffer), bytes);
+    segment.publish();
+    segment.release_buffer(buffer, segment.seq());
+  }
+}
+
 // Step k: the root copies piece k into a whole buffer (all P slots) and publishes; the others
 // copy it out and publish that they are done with it. The root is never held up by readers
 // more than two steps behind (and, once per call, waits for them at the first step).
@@ -285,7 +308,11 @@ void run_broadcast_any(const Call& call, HostSegment& segment) {
       single_copy_broadcast(call, segment)) {
     return;
   }
-  run_broadcast(call, segment);
+  if (call.bytes(call.count) <= segment.chunk_bytes()) {
+    one_step_broadcast(call, segment);
+  } else {
+    run_broadcast(call, segment);
+  }
 }
 
 void run_barrier(const Call&, HostSegment& segment) {

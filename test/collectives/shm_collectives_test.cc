@@ -459,6 +459,42 @@ TEST(Shm, MismatchedCallFailsEveryRankPromptly) {
   }));
 }
 
+// Two groups that each agree on a root among themselves (ranks 0 and 1 say rank 0, ranks 2 and
+// 3 say rank 3): in a small broadcast every reader waits for its root alone, so the bad call
+// may return. It must never return a mixture: each rank holds what the root it named sent, or
+// raises. The next call that waits for everyone (a barrier) compares the broadcast's
+// fingerprints too, and every rank raises MismatchError there or in the barrier after it.
+TEST(Shm, BroadcastRootsThatDisagreeFailEveryRankByTheNextBarrier) {
+  expect_all_ok(run_context_processes(4, [](Context& context) {
+    CollectiveOptions options;
+    options.algorithm = "shm";
+    options.timeout = 20s;
+    const int root = context.rank() < 2 ? 0 : 3;
+    std::vector<int32_t> data(16, 100 + context.rank());
+    int raised = 0;
+    try {
+      broadcast(context, data.data(), data.size(), DataType::kInt32, root, options);
+      for (int32_t value : data) {
+        ASSERT_EQ(value, 100 + root) << "rank " << context.rank() << " got a mixture of roots";
+      }
+    } catch (const MismatchError& e) {
+      raised = 1;
+      EXPECT_NE(std::string(e.what()).find("root"), std::string::npos) << e.what();
+    }
+    for (int barriers = 0; barriers < 2 && raised == 0; ++barriers) {
+      try {
+        barrier(context, options);
+      } catch (const MismatchError& e) {
+        raised = 2 + barriers;
+        EXPECT_NE(std::string(e.what()).find("root"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_NE(raised, 0) << "rank " << context.rank()
+                         << ": two barriers after a broadcast with disagreeing roots returned";
+    store_barrier(context, "done");
+  }));
+}
+
 // Each rank of a context creates it itself, with its own host identity.
 std::vector<ProcessResult> run_with_hosts(int ranks, const std::vector<std::string>& hosts,
                                           const std::function<void(Context&)>& body) {
