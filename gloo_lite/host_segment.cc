@@ -18,9 +18,14 @@ namespace {
 
 constexpr uint64_t kMagic = 0x31686d736f6f6c67;  // "gloolshm1", little-endian
 constexpr size_t kReasonBytes = 1984;
-// Fingerprints of a rank's last calls: a peer is never more than two calls ahead (it may not
-// rewrite a buffer before every rank has left it), so it cannot overwrite the one compared.
-constexpr int kCallRing = 4;
+// A slot holds at most this many pieces (next_piece): a writer of pieces runs at most
+// 2 * kMaxPieces steps ahead of the slowest reader.
+constexpr size_t kMaxPieces = 8;
+// Fingerprints of a rank's last calls: a peer is never more than 2 * kMaxPieces + 2 calls ahead
+// (it may not rewrite a piece or a buffer before every rank has left it), so it cannot overwrite
+// the two compared (check_fingerprint).
+constexpr int kCallRing = 32;
+static_assert(kCallRing > 2 * kMaxPieces + 4, "the call ring must outlast a writer's lead");
 // A waiter looks at dead peers, its deadline and stray messages this often while it sleeps.
 constexpr auto kSlice = std::chrono::milliseconds(20);
 
@@ -332,7 +337,31 @@ int64_t HostSegment::pid(int rank) const {
 int HostSegment::next_buffer() {
   int buffer = next_buffer_;
   next_buffer_ ^= 1;
+  ++uses_[buffer];
   return buffer;
+}
+
+HostSegment::Piece HostSegment::next_piece(size_t piece_bytes) {
+  const size_t pieces =
+      std::clamp<size_t>(chunk_ / std::max<size_t>(1, piece_bytes), 1, kMaxPieces);
+  const int buffer = next_buffer();
+  const size_t index = static_cast<size_t>(uses_[buffer] % pieces);
+  return {buffer, index * (chunk_ / pieces), index};
+}
+
+HostSegment::Piece HostSegment::acquire_piece(size_t piece_bytes) {
+  Piece piece = next_piece(piece_bytes);
+  std::vector<uint64_t>& after = piece_after_[piece.buffer];
+  if (after.size() <= piece.index) after.resize(piece.index + 1, 0);
+  wait_all(std::max(whole_after_[piece.buffer], after[piece.index]));
+  return piece;
+}
+
+void HostSegment::release_piece(const Piece& piece, uint64_t seq) {
+  std::vector<uint64_t>& after = piece_after_[piece.buffer];
+  if (after.size() <= piece.index) after.resize(piece.index + 1, 0);
+  after[piece.index] = seq;
+  free_after_[piece.buffer] = seq;
 }
 
 int HostSegment::acquire_buffer() {

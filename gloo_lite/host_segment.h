@@ -81,7 +81,7 @@ class HostSegment {
   // A few words per rank that a step hands the peers (the single-copy broadcast's address and
   // its readers' verdicts), zero at first: post() before publish(), posted() after waiting for
   // that publish.
-  static constexpr int kWords = 4;
+  static constexpr int kWords = 5;
   void post(int index, uint64_t word);
   uint64_t posted(int rank, int index) const;
   // The process of segment rank `rank` (the same for ranks that are threads of one process).
@@ -93,7 +93,23 @@ class HostSegment {
   int next_buffer();
   int acquire_buffer();
   // Every rank has finished reading `buffer` once all counts reach `seq`.
-  void release_buffer(int buffer, uint64_t seq) { free_after_[buffer] = seq; }
+  void release_buffer(int buffer, uint64_t seq) {
+    free_after_[buffer] = whole_after_[buffer] = seq;
+  }
+
+  // A small message needs a piece of one slot, not a buffer: a slot of the next buffer as a ring
+  // of pieces of `piece_bytes` (at most chunk_bytes()), one per use of that buffer, so that a
+  // writer (a broadcast's root) may run many steps ahead of slow readers. What every rank gets
+  // from next_piece() is the same; acquire_piece() also waits until no rank still reads that
+  // piece, nor the buffer as a whole use left it; release_piece() as release_buffer() for it.
+  struct Piece {
+    int buffer;
+    size_t offset;  // bytes into a slot
+    size_t index;
+  };
+  Piece next_piece(size_t piece_bytes);
+  Piece acquire_piece(size_t piece_bytes);
+  void release_piece(const Piece& piece, uint64_t seq);
 
   // Fails every waiter of every rank with `reason` (the first abort wins), raised as `kind`.
   // `rank` (and a cause's origin) are context ranks, as the abort record keeps them.
@@ -127,7 +143,12 @@ class HostSegment {
   uint64_t seq_ = 0;
   uint64_t calls_ = 0;
   int next_buffer_ = 0;
+  uint64_t uses_[2] = {0, 0};  // next_buffer() calls per buffer: the ring position of pieces
+  // Per buffer: when its last use of any kind is read (acquire_buffer waits for it), when its last
+  // use as a whole is (acquire_piece waits for it and for its piece's own, piece_after_).
   uint64_t free_after_[2] = {0, 0};
+  uint64_t whole_after_[2] = {0, 0};
+  std::vector<uint64_t> piece_after_[2];
   // The smallest count seen of any rank: most waits end here without touching a flag.
   uint64_t everyone_reached_ = 0;
   // Per call.

@@ -195,26 +195,26 @@ void run_allgather(const Call& call, HostSegment& segment) {
   }
 }
 
-// A vector that fits a slot: one step in the root's own slot. The root copies it in and
-// publishes; each reader waits for the root alone, copies it out and publishes that it is done.
-// Nobody waits for all: the root returns at once, as direct's does (it waits for the readers
-// only when it next rewrites this buffer, two steps on). Two ranks that both think they are
-// the root write different slots, so no reader gets a mixture; the groups that disagree meet
-// at the next call in which they wait for each other, which compares this call's fingerprints
-// too (HostSegment::check_fingerprint).
-void one_step_broadcast(const Call& call, HostSegment& segment) {
+// A vector that fits a slot (below single_copy_bytes): one step in a piece of the root's own slot.
+// The root copies it in and publishes; each reader waits for the root alone, copies it out and
+// publishes that it is done. Nobody waits for all: the root returns at once, as direct's does, and
+// may run as many calls ahead as its slot holds pieces (it waits for the readers only when it next
+// rewrites this piece). Two ranks that both think they are the root write different slots, so
+// no reader gets a mixture; the groups that disagree meet at the next call in which they wait
+// for each other, which compares this call's fingerprints too (HostSegment::check_fingerprint).
+void one_step_broadcast(const Call& call, HostSegment& segment, size_t piece_bytes) {
   const size_t bytes = call.bytes(call.count);
   if (call.rank == call.root) {
-    const int buffer = segment.acquire_buffer();
-    std::memcpy(segment.slot(call.root, buffer), call.output, bytes);
+    const HostSegment::Piece piece = segment.acquire_piece(piece_bytes);
+    std::memcpy(segment.slot(call.root, piece.buffer) + piece.offset, call.output, bytes);
     segment.publish();
-    segment.release_buffer(buffer, segment.seq());
+    segment.release_piece(piece, segment.seq());
   } else {
-    const int buffer = segment.next_buffer();
+    const HostSegment::Piece piece = segment.next_piece(piece_bytes);
     segment.wait_for(call.root, segment.seq() + 1);  // compares the root's fingerprint
-    std::memcpy(call.output, segment.slot(call.root, buffer), bytes);
+    std::memcpy(call.output, segment.slot(call.root, piece.buffer) + piece.offset, bytes);
     segment.publish();
-    segment.release_buffer(buffer, segment.seq());
+    segment.release_piece(piece, segment.seq());
   }
 }
 
@@ -245,19 +245,24 @@ void run_broadcast(const Call& call, HostSegment& segment) {
 
 // From this size a broadcast is one copy: the readers read the root's own buffer with
 // process_vm_readv (CMA) instead of the root copying it into the segment and each reader out
-// of it (two copies, and the root's copy on the critical path). Below, the syscall and its page
-// walk cost more than the second memcpy.
-constexpr size_t kSingleCopyBytes = 32 * 1024;
+// of it (two copies, and the root's copy on the critical path). Below, the copies through the
+// segment cost less: at P = 2 up to about 64 KiB (where the syscall's page walk catches up with
+// the second memcpy), with more ranks up to a whole slot (the readers copy out in parallel while
+// the root, which need not wait for them, goes on; CMA's every rank waits for every rank).
+// Measured 2026-12-05 (docs/algorithms.md, "Small broadcasts").
+size_t single_copy_bytes(int ranks) { return ranks <= 2 ? 64 * 1024 : 256 * 1024; }
 // The roots' bits ride in one 64-bit word.
 constexpr int kSingleCopyMaxRanks = 64;
 // HostSegment::post() words: the root's buffer address; each reader's verdict of this call
-// ("could not read"), in one of two words by the call's parity, since a peer may already be one
-// call ahead and post its next verdict before this rank has read this one (never two: it cannot
-// finish a call this rank has not published in); and, read only by this rank, the roots that
-// some reader could not read in an earlier call (agreed by every rank).
+// ("could not read"), in one of two words by the parity of the single-copy calls so far, since
+// a peer may already be one such call ahead and post its next verdict before this rank has read
+// this one (never two: it cannot finish one that this rank has not published in); read only by
+// this rank, the roots that some reader could not read in an earlier call (agreed by every
+// rank), and the count of single-copy calls (the same on every rank).
 constexpr int kAddressWord = 0;
 constexpr int kVerdictWord = 1;  // and 2
 constexpr int kRefusedWord = 3;
+constexpr int kSingleCopiesWord = 4;
 
 // Reads `bytes` at `address` in process `pid` into `out`; false where CMA is not permitted
 // (EPERM, ENOSYS, a kernel without it, GLOO_LITE_SHM_CMA=0 on this rank) or the read fails.
@@ -281,7 +286,9 @@ bool read_root_buffer(int64_t pid, uint64_t address, uint8_t* out, size_t bytes)
 // could not read: every rank saw the same verdicts, so every rank then runs the segment steps
 // (which follow in lockstep), and no rank tries CMA from this root again.
 bool single_copy_broadcast(const Call& call, HostSegment& segment) {
-  const int verdict_word = kVerdictWord + static_cast<int>(segment.calls() % 2);
+  const uint64_t single_copies = segment.posted(call.rank, kSingleCopiesWord);
+  segment.post(kSingleCopiesWord, single_copies + 1);
+  const int verdict_word = kVerdictWord + static_cast<int>(single_copies % 2);
   if (call.rank == call.root) {
     segment.post(kAddressWord, reinterpret_cast<uint64_t>(call.output));
   } else {
@@ -304,12 +311,14 @@ bool single_copy_broadcast(const Call& call, HostSegment& segment) {
 
 void run_broadcast_any(const Call& call, HostSegment& segment) {
   bool refused = (segment.posted(call.rank, kRefusedWord) >> call.root) & 1;
-  if (call.bytes(call.count) >= kSingleCopyBytes && call.size <= kSingleCopyMaxRanks && !refused &&
+  const size_t bytes = call.bytes(call.count);
+  if (bytes >= single_copy_bytes(call.size) && call.size <= kSingleCopyMaxRanks && !refused &&
       single_copy_broadcast(call, segment)) {
     return;
   }
-  if (call.bytes(call.count) <= segment.chunk_bytes()) {
-    one_step_broadcast(call, segment);
+  if (bytes <= segment.chunk_bytes()) {
+    // Pieces of 32 KiB (up to 8 in a slot of the default 256 KiB) or of the vector's size.
+    one_step_broadcast(call, segment, std::max<size_t>(bytes, 32 * 1024));
   } else {
     run_broadcast(call, segment);
   }

@@ -459,6 +459,40 @@ TEST(Shm, MismatchedCallFailsEveryRankPromptly) {
   }));
 }
 
+// Small broadcasts let the root run calls ahead of slow readers (pieces of its slot in turn):
+// many back to back, with roots, sizes and other collectives mixed in and one reader lagging
+// now and then, so that a piece rewritten too early, or read from the wrong turn, shows up as a
+// wrong value.
+TEST(Shm, BackToBackBroadcastsFromChangingRootsStayExact) {
+  expect_all_ok(run_context_processes(4, [](Context& context) {
+    CollectiveOptions options;
+    options.algorithm = "shm";
+    options.timeout = 20s;
+    const size_t sizes[] = {2, 1000, 10000, 40000, 70000};  // int32 elements: 8 B .. 280 KB
+    std::vector<int32_t> data;
+    for (int i = 0; i < 300; ++i) {
+      const int root = (i / 5) % 4 == 3 ? i % 4 : (i / 5) % 4;
+      const size_t count = sizes[(i * 7) % 5];
+      data.assign(count, -1);
+      auto value = [&](size_t k) { return static_cast<int32_t>(i * 1000003 + root * 7 + k); };
+      if (context.rank() == root) {
+        for (size_t k = 0; k < count; ++k) data[k] = value(k);
+      }
+      if (context.rank() == 1 + i % 3 && i % 11 == 0) usleep(2000);  // a reader falls behind
+      broadcast(context, data.data(), count, DataType::kInt32, root, options);
+      for (size_t k = 0; k < count; ++k) {
+        ASSERT_EQ(data[k], value(k)) << "rank " << context.rank() << ", broadcast " << i
+                                     << " from rank " << root << ", " << count << " elements";
+      }
+      if (i % 13 == 0) {
+        int32_t one = 1;
+        allreduce(context, &one, &one, 1, DataType::kInt32, ReduceOp::kSum, options);
+        ASSERT_EQ(one, 4);
+      }
+    }
+  }));
+}
+
 // Two groups that each agree on a root among themselves (ranks 0 and 1 say rank 0, ranks 2 and
 // 3 say rank 3): in a small broadcast every reader waits for its root alone, so the bad call
 // may return. It must never return a mixture: each rank holds what the root it named sent, or
