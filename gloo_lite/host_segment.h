@@ -98,8 +98,9 @@ class HostSegment {
   }
 
   // A small message needs a piece of one slot, not a buffer: a slot of the next buffer as a ring
-  // of pieces of `piece_bytes` (at most chunk_bytes()), one per use of that buffer, so that a
-  // writer (a broadcast's root) may run many steps ahead of slow readers. What every rank gets
+  // of as many pieces of at least `piece_bytes` (at most chunk_bytes()) as it holds, up to 8,
+  // one per use of that buffer, so that a writer (a broadcast's root) may run that many steps
+  // ahead of slow readers. What every rank gets
   // from next_piece() is the same; acquire_piece() also waits until no rank still reads that
   // piece, nor the buffer as a whole use left it; release_piece() as release_buffer() for it.
   struct Piece {

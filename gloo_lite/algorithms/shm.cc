@@ -317,8 +317,7 @@ void run_broadcast_any(const Call& call, HostSegment& segment) {
     return;
   }
   if (bytes <= segment.chunk_bytes()) {
-    // Pieces of 32 KiB (up to 8 in a slot of the default 256 KiB) or of the vector's size.
-    one_step_broadcast(call, segment, std::max<size_t>(bytes, 32 * 1024));
+    one_step_broadcast(call, segment, bytes);
   } else {
     run_broadcast(call, segment);
   }

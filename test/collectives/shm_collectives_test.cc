@@ -470,6 +470,17 @@ TEST(Shm, BackToBackBroadcastsFromChangingRootsStayExact) {
     options.timeout = 20s;
     const size_t sizes[] = {2, 1000, 10000, 40000, 70000};  // int32 elements: 8 B .. 280 KB
     std::vector<int32_t> data;
+    // First bursts of small ones from one root, which may then run a whole ring of pieces
+    // ahead of a reader that sleeps.
+    for (int i = 0; i < 200; ++i) {
+      const int root = i / 100;
+      data.assign(2, -1);
+      if (context.rank() == root) data = {i, -i};
+      if (context.rank() == 3 - root && i % 25 == 0) usleep(3000);
+      broadcast(context, data.data(), 2, DataType::kInt32, root, options);
+      ASSERT_EQ(data, (std::vector<int32_t>{i, -i}))
+          << "rank " << context.rank() << ", burst " << i;
+    }
     for (int i = 0; i < 300; ++i) {
       const int root = (i / 5) % 4 == 3 ? i % 4 : (i / 5) % 4;
       const size_t count = sizes[(i * 7) % 5];
@@ -589,7 +600,7 @@ TEST(Shm, ForcedNetworkTransportTurnsShmCollectivesOff) {
 // Rank 0 cannot reserve the segment (a file size limit makes posix_fallocate fail): every rank
 // falls back to the message algorithms and gets the right result; no SIGBUS.
 // --- the single-copy broadcast (readers read the root's buffer with process_vm_readv from
-// 32 KiB; shm.cc) ---
+// 64 KiB at P = 2, from 256 KiB above; shm.cc) ---
 
 // What rank `root` broadcasts in round `round`: a value per element that no other root, round
 // or position gives (exact in float32).
@@ -597,12 +608,13 @@ float broadcast_value(size_t i, int root, int round) {
   return static_cast<float>((i * 7 + static_cast<size_t>(root) * 131 + round * 17) % 65521);
 }
 
-// Broadcasts of sizes around the switch-over (32 KiB) and one above 1 MiB, from several roots,
-// each checked element by element against broadcast_value.
+// Broadcasts of sizes around the switch-over and one above 1 MiB, from several roots, each
+// checked element by element against broadcast_value.
 void broadcasts_match(Context& context) {
   CollectiveOptions options;
   options.algorithm = "shm";
-  const size_t counts[] = {8191, 8192, 8193, 262147};  // 32 KiB - 4 B, 32 KiB, + 4 B, 1 MiB + 12 B
+  const size_t at = (context.size() == 2 ? 64 * 1024 : 256 * 1024) / sizeof(float);
+  const size_t counts[] = {8191, at - 1, at, at + 1, 262147};  // ..., 1 MiB + 12 B
   const int roots[] = {context.size() - 1, 0, 1 % context.size()};
   int round = 0;
   for (int root : roots) {
