@@ -11,7 +11,8 @@
 // Stream-ordered calls (the Communicator's members) enqueue and return at once: the collective
 // starts after the work enqueued on `stream` before the call, and work enqueued on `stream`
 // after the call sees the result (the library holds the stream on a host-written counter until
-// the pipeline has put the last chunk in place). The returned Work finishes at that moment, with
+// the pipeline has put the last chunk in place). The returned Work finishes right after the
+// stream is let go (after its on_finish callbacks, which may then wait for the stream), with
 // the call's error if it failed; a failed call still lets the stream go (its output is then
 // undefined) and fails the context, so later calls fail at once (CPU collectives' rules). The
 // buffers belong to the call until its Work has finished or the stream has passed it.

@@ -224,16 +224,16 @@ void Communicator::Engine::run_job(Job& job) {
   } catch (...) {
     if (!error) error = std::current_exception();
   }
-  // The work handle and synchronize() learn the outcome before the stream goes on: a caller that
-  // synchronized the stream then finds the work done (a C caller tests it with a zero timeout).
-  job.work->finish(error);
+  // The stream goes on first: a Work::on_finish callback (torch's future completes in one) may
+  // enqueue work on the caller's stream and wait for it.
+  layer->set_counter(counter_, job.number);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     finished_ = job.number;
     if (error && !first_error_) first_error_ = error;
   }
   changed_.notify_all();
-  layer->set_counter(counter_, job.number);
+  job.work->finish(error);
   try {
     // The counter's memory must outlive every stream's look at it (the destructor frees it).
     layer->synchronize_event(job.passed);

@@ -18,14 +18,13 @@ namespace {
 
 constexpr uint64_t kMagic = 0x31686d736f6f6c67;  // "gloolshm1", little-endian
 constexpr size_t kReasonBytes = 1984;
-// A slot holds at most this many pieces (next_piece): a writer of pieces runs at most
-// 2 * kMaxPieces steps ahead of the slowest reader.
-constexpr size_t kMaxPieces = 8;
-// Fingerprints of a rank's last calls: a peer is never more than 2 * kMaxPieces + 2 calls ahead
-// (it may not rewrite a piece or a buffer before every rank has left it), so it cannot overwrite
-// the two compared (check_fingerprint).
+// Fingerprints of a rank's last calls. A writer of pieces runs at most 2 * kPieces + 2 steps
+// ahead of the slowest reader (it may not rewrite a piece or a buffer before every rank has
+// left it), so in calls that each make a step it cannot overwrite the two compared
+// (check_fingerprint); calls that make none (an allgather of empty blocks) could stretch that,
+// and a lapped record is then skipped, never misread.
 constexpr int kCallRing = 32;
-static_assert(kCallRing > 2 * kMaxPieces + 4, "the call ring must outlast a writer's lead");
+static_assert(kCallRing > 2 * HostSegment::kPieces + 4, "the call ring must outlast a lead");
 // A waiter looks at dead peers, its deadline and stray messages this often while it sleeps.
 constexpr auto kSlice = std::chrono::milliseconds(20);
 
@@ -307,8 +306,10 @@ void HostSegment::begin(const algo::Call& call) {
   }
   current_fingerprint_ = call.fingerprint;
   current_tag_ = call.tag;
+  // The index first, the fingerprint released after it: a reader that acquires the fingerprint
+  // and then finds the index it expects has that call's fingerprint (check_fingerprint).
   record.index.store(calls_, std::memory_order_relaxed);
-  record.fingerprint.store(call.fingerprint, std::memory_order_relaxed);
+  record.fingerprint.store(call.fingerprint, std::memory_order_release);
   ++calls_;  // published with this rank's next flag (a release store)
 }
 
@@ -341,26 +342,20 @@ int HostSegment::next_buffer() {
   return buffer;
 }
 
-HostSegment::Piece HostSegment::next_piece(size_t piece_bytes) {
-  const size_t pieces =
-      std::clamp<size_t>(chunk_ / std::max<size_t>(1, piece_bytes), 1, kMaxPieces);
+HostSegment::Piece HostSegment::next_piece() {
   const int buffer = next_buffer();
-  const size_t index = static_cast<size_t>(uses_[buffer] % pieces);
-  return {buffer, index * (chunk_ / pieces), index};
+  const size_t index = static_cast<size_t>(uses_[buffer] % kPieces);
+  return {buffer, index * piece_bytes(), index};
 }
 
-HostSegment::Piece HostSegment::acquire_piece(size_t piece_bytes) {
-  Piece piece = next_piece(piece_bytes);
-  std::vector<uint64_t>& after = piece_after_[piece.buffer];
-  if (after.size() <= piece.index) after.resize(piece.index + 1, 0);
-  wait_all(std::max(whole_after_[piece.buffer], after[piece.index]));
+HostSegment::Piece HostSegment::acquire_piece() {
+  Piece piece = next_piece();
+  wait_all(std::max(whole_after_[piece.buffer], piece_after_[piece.buffer][piece.index]));
   return piece;
 }
 
 void HostSegment::release_piece(const Piece& piece, uint64_t seq) {
-  std::vector<uint64_t>& after = piece_after_[piece.buffer];
-  if (after.size() <= piece.index) after.resize(piece.index + 1, 0);
-  after[piece.index] = seq;
+  piece_after_[piece.buffer][piece.index] = seq;
   free_after_[piece.buffer] = seq;
 }
 
@@ -409,7 +404,9 @@ void HostSegment::check_fingerprint(int peer) {
     const uint64_t index = calls_ - back;
     const CallRecord& record = control(peer).calls[index % kCallRing];
     const uint64_t mine = back == 1 ? call_->fingerprint : previous_fingerprint_;
-    const uint64_t theirs = record.fingerprint.load(std::memory_order_relaxed);
+    // The fingerprint before the index (begin() writes them in the other order): a record
+    // being rewritten for a later call shows that call's index, and is skipped.
+    const uint64_t theirs = record.fingerprint.load(std::memory_order_acquire);
     if (record.index.load(std::memory_order_relaxed) != index || theirs == mine) {
       continue;  // the same call (or the peer already moved on: the others compare)
     }

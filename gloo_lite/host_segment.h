@@ -98,18 +98,20 @@ class HostSegment {
   }
 
   // A small message needs a piece of one slot, not a buffer: a slot of the next buffer as a ring
-  // of as many pieces of at least `piece_bytes` (at most chunk_bytes()) as it holds, up to 8,
-  // one per use of that buffer, so that a writer (a broadcast's root) may run that many steps
-  // ahead of slow readers. What every rank gets
-  // from next_piece() is the same; acquire_piece() also waits until no rank still reads that
-  // piece, nor the buffer as a whole use left it; release_piece() as release_buffer() for it.
+  // of kPieces pieces of piece_bytes(), one per use of that buffer, so that a writer (a
+  // broadcast's root) may run that many uses ahead of slow readers. The layout is fixed, so a
+  // piece's last readers are known whatever sizes went before. What every rank gets from
+  // next_piece() is the same; acquire_piece() also waits until no rank still reads that piece,
+  // nor the buffer as a whole use left it; release_piece() as release_buffer() for it.
+  static constexpr size_t kPieces = 8;
+  size_t piece_bytes() const { return chunk_ / kPieces; }
   struct Piece {
     int buffer;
     size_t offset;  // bytes into a slot
     size_t index;
   };
-  Piece next_piece(size_t piece_bytes);
-  Piece acquire_piece(size_t piece_bytes);
+  Piece next_piece();
+  Piece acquire_piece();
   void release_piece(const Piece& piece, uint64_t seq);
 
   // Fails every waiter of every rank with `reason` (the first abort wins), raised as `kind`.
@@ -149,7 +151,7 @@ class HostSegment {
   // use as a whole is (acquire_piece waits for it and for its piece's own, piece_after_).
   uint64_t free_after_[2] = {0, 0};
   uint64_t whole_after_[2] = {0, 0};
-  std::vector<uint64_t> piece_after_[2];
+  uint64_t piece_after_[2][kPieces] = {};
   // The smallest count seen of any rank: most waits end here without touching a flag.
   uint64_t everyone_reached_ = 0;
   // Per call.

@@ -195,26 +195,37 @@ void run_allgather(const Call& call, HostSegment& segment) {
   }
 }
 
-// A vector that fits a slot (below single_copy_bytes): one step in a piece of the root's own slot.
-// The root copies it in and publishes; each reader waits for the root alone, copies it out and
-// publishes that it is done. Nobody waits for all: the root returns at once, as direct's does, and
-// may run as many calls ahead as its slot holds pieces (it waits for the readers only when it next
-// rewrites this piece). Two ranks that both think they are the root write different slots, so
-// no reader gets a mixture; the groups that disagree meet at the next call in which they wait
-// for each other, which compares this call's fingerprints too (HostSegment::check_fingerprint).
-void one_step_broadcast(const Call& call, HostSegment& segment, size_t piece_bytes) {
+// A vector that fits a slot (below single_copy_bytes): one step in the root's own slot, in one
+// of its pieces when it fits one (HostSegment::next_piece), else in the whole slot. The root
+// copies it in and publishes; each reader waits for the root alone, copies it out and publishes
+// that it is done. Nobody waits for all: the root returns at once, as direct's does, and with
+// pieces may run as many uses of a buffer ahead as a slot holds pieces (it waits for a piece's
+// readers only when it comes to rewrite it). Two ranks that both think they are the root write
+// different slots, so no reader gets a mixture; the groups that disagree meet at the next call
+// in which they wait for each other, which compares this call's fingerprints too
+// (HostSegment::check_fingerprint).
+void one_step_broadcast(const Call& call, HostSegment& segment) {
   const size_t bytes = call.bytes(call.count);
-  if (call.rank == call.root) {
-    const HostSegment::Piece piece = segment.acquire_piece(piece_bytes);
-    std::memcpy(segment.slot(call.root, piece.buffer) + piece.offset, call.output, bytes);
-    segment.publish();
-    segment.release_piece(piece, segment.seq());
+  const bool in_piece = bytes <= segment.piece_bytes();
+  const bool root = call.rank == call.root;
+  HostSegment::Piece where{0, 0, 0};
+  if (in_piece) {
+    where = root ? segment.acquire_piece() : segment.next_piece();
   } else {
-    const HostSegment::Piece piece = segment.next_piece(piece_bytes);
+    where.buffer = root ? segment.acquire_buffer() : segment.next_buffer();
+  }
+  uint8_t* place = segment.slot(call.root, where.buffer) + where.offset;
+  if (root) {
+    std::memcpy(place, call.output, bytes);
+  } else {
     segment.wait_for(call.root, segment.seq() + 1);  // compares the root's fingerprint
-    std::memcpy(call.output, segment.slot(call.root, piece.buffer) + piece.offset, bytes);
-    segment.publish();
-    segment.release_piece(piece, segment.seq());
+    std::memcpy(call.output, place, bytes);
+  }
+  segment.publish();
+  if (in_piece) {
+    segment.release_piece(where, segment.seq());
+  } else {
+    segment.release_buffer(where.buffer, segment.seq());
   }
 }
 
@@ -317,7 +328,7 @@ void run_broadcast_any(const Call& call, HostSegment& segment) {
     return;
   }
   if (bytes <= segment.chunk_bytes()) {
-    one_step_broadcast(call, segment, bytes);
+    one_step_broadcast(call, segment);
   } else {
     run_broadcast(call, segment);
   }

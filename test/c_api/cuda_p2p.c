@@ -41,9 +41,11 @@ static void exchange(int shift, uint64_t tag, int ordered) {
     }
   }
   if (ordered) {
-    /* The host waits for the stream only; the work handle is checked afterwards. */
+    /* The host waits for the stream only; the work handle is checked afterwards. It finishes
+     * once the stream has been let go (gloo_lite.h), so a moment after the stream passes: wait
+     * for it, boundedly. */
     EXPECT_OK(gloo_lite_cuda_stream_synchronize(comm, stream));
-    EXPECT_OK(gloo_lite_work_wait(work, 0));
+    EXPECT_OK(gloo_lite_work_wait(work, 30000));
     EXPECT_OK(gloo_lite_work_free(work));
   }
   for (i = 0; i < BYTES; ++i) {

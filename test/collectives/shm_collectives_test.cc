@@ -471,15 +471,21 @@ TEST(Shm, BackToBackBroadcastsFromChangingRootsStayExact) {
     const size_t sizes[] = {2, 1000, 10000, 40000, 70000};  // int32 elements: 8 B .. 280 KB
     std::vector<int32_t> data;
     // First bursts of small ones from one root, which may then run a whole ring of pieces
-    // ahead of a reader that sleeps.
-    for (int i = 0; i < 200; ++i) {
-      const int root = i / 100;
-      data.assign(2, -1);
-      if (context.rank() == root) data = {i, -i};
+    // ahead of a reader that sleeps; every third fills a whole slot (4 KiB chunks here: pieces
+    // of 512 B), whose root must wait for that buffer's earlier piece readers too.
+    for (int i = 0; i < 300; ++i) {
+      const int root = i / 150;
+      const size_t count = i % 3 == 2 ? 700 : 2;  // 2800 B: more than a piece, within a slot
+      auto value = [&](size_t k) { return static_cast<int32_t>(i * 1009 + k); };
+      data.assign(count, -1);
+      if (context.rank() == root) {
+        for (size_t k = 0; k < count; ++k) data[k] = value(k);
+      }
       if (context.rank() == 3 - root && i % 25 == 0) usleep(3000);
-      broadcast(context, data.data(), 2, DataType::kInt32, root, options);
-      ASSERT_EQ(data, (std::vector<int32_t>{i, -i}))
-          << "rank " << context.rank() << ", burst " << i;
+      broadcast(context, data.data(), count, DataType::kInt32, root, options);
+      for (size_t k = 0; k < count; ++k) {
+        ASSERT_EQ(data[k], value(k)) << "rank " << context.rank() << ", burst " << i << ", " << k;
+      }
     }
     for (int i = 0; i < 300; ++i) {
       const int root = (i / 5) % 4 == 3 ? i % 4 : (i / 5) % 4;
