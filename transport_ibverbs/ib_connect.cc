@@ -169,6 +169,11 @@ void IbMesh::check_lifelines() {
     try {
       if (!peer->lifeline->test()) continue;
       peer->lifeline = nullptr;
+      // The peer said goodbye only after its last sends completed (drain_posted_sends), so
+      // their data is already in our completion queue: take it in before the pair closes,
+      // else a receive that has its data would fail with the goodbye.
+      poll_cq();
+      if (!peer->open) continue;
       fail_pair(*peer, ErrorKind::kConnection,
                 describe_peer(peer->rank) + " has closed this context (clean shutdown)");
     } catch (const MismatchError& e) {

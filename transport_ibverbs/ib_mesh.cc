@@ -70,11 +70,12 @@ IbMesh::IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
 }
 
 IbMesh::~IbMesh() {
-  // Tell live peers we close cleanly: a byte on each lifeline, before the side channel's goodbye.
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
   }
+  drain_posted_sends(Deadline::after(std::chrono::seconds(2)));
+  // Tell live peers we close cleanly: a byte on each lifeline, before the side channel's goodbye.
   try {
     std::vector<transport::RequestPtr> sends;
     for (auto& peer : peers_) {
@@ -92,6 +93,26 @@ IbMesh::~IbMesh() {
   }
   ibv_destroy_cq(cq_);
   ibv_dereg_mr(buffers_mr_);
+}
+
+// An eager send completes for its caller once copied into a send buffer and posted, so the
+// peer may not have it yet. Destroying the QP now would drop it, and the lifeline byte (on
+// another connection) could overtake it. Once every posted send has completed, the peer's HCA
+// has acknowledged it: the data is in the peer's memory before the goodbye leaves. Bounded: a
+// peer that is gone flushes or never answers, and then nothing is owed to it.
+void IbMesh::drain_posted_sends(const Deadline& deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto in_flight = [&] {
+    for (auto& peer : peers_) {
+      if (peer && peer->open && peer->send_queue_used > 0) return true;
+    }
+    return false;
+  };
+  while (in_flight() && !deadline.expired()) {
+    if (poll_cq()) continue;
+    auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    completed_.wait_until(lock, std::min(slice, deadline.time_point()));
+  }
 }
 
 uint8_t* IbMesh::recv_slot(int peer, int slot) const {

@@ -204,6 +204,8 @@ class IbMesh : public transport::MatchingMesh {
   void stop_write(Peer& peer, uint64_t send_id);
   bool serve_until(const std::function<bool()>& done);  // false: no answer in time
   void on_cancel_receive(Peer& peer, uint64_t recv_id);
+  // ib_mesh.cc; takes mutex_: waits (bounded) until every posted send has completed.
+  void drain_posted_sends(const Deadline& deadline);
   // ib_mesh.cc (mutex_ held)
   void fail_pair(Peer& peer, ErrorKind kind, const std::string& message, bool keep_qp = false);
   void fail_mesh(ErrorKind kind, const std::string& message);

@@ -35,7 +35,10 @@ step() {
     # exactly the tests that failed (never of a timed-out step). A pass on retry still prints
     # FLAKY with the first failure's messages above, so it is seen, but does not fail CI.
     local failures
-    failures=$(sed -n 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' "/tmp/$name.log" | sort -u | paste -sd: -)
+    # A parameterized test's line goes on after its name (", where GetParam() = 16"); the
+    # summary's "N tests, listed below" starts with a digit.
+    failures=$(sed -n 's/^\[  FAILED  \] \([A-Za-z_][^ ,]*\).*$/\1/p' "/tmp/$name.log" |
+      sort -u | paste -sd: -)
     if [ $rc -ne 124 ] && [ -n "$failures" ] && [ "${1##*_tests}" = "" ]; then
       timeout -k 5 "$limit" "$@" --gtest_filter="$failures" > "/tmp/$name.retry.log" 2>&1 &&
         rc=0 && echo "STEP $name FLAKY: $failures failed once and passed on retry"
