@@ -264,54 +264,80 @@ void run_broadcast(const Call& call, HostSegment& segment) {
 size_t single_copy_bytes(int ranks) { return ranks <= 2 ? 64 * 1024 : 256 * 1024; }
 // The roots' bits ride in one 64-bit word.
 constexpr int kSingleCopyMaxRanks = 64;
-// HostSegment::post() words: the root's buffer address; each reader's verdict of this call
-// ("could not read"), in one of two words by the parity of the single-copy calls so far, since
-// a peer may already be one such call ahead and post its next verdict before this rank has read
-// this one (never two: it cannot finish one that this rank has not published in); read only by
-// this rank, the roots that some reader could not read in an earlier call (agreed by every
-// rank), and the count of single-copy calls (the same on every rank).
+// HostSegment::post() words: this rank's buffer address (the root's is read by the readers,
+// each reader's by the root); each rank's verdict of this call ("could not copy"), in one of two
+// words by the parity of the single-copy calls so far, since a peer may already be one such call
+// ahead and post its next verdict before this rank has read this one (never two: it cannot
+// finish one that this rank has not published in); read only by this rank, the roots that some
+// rank could not copy for in an earlier call (agreed by every rank), and the count of
+// single-copy calls (the same on every rank).
 constexpr int kAddressWord = 0;
 constexpr int kVerdictWord = 1;  // and 2
 constexpr int kRefusedWord = 3;
 constexpr int kSingleCopiesWord = 4;
 
-// Reads `bytes` at `address` in process `pid` into `out`; false where CMA is not permitted
-// (EPERM, ENOSYS, a kernel without it, GLOO_LITE_SHM_CMA=0 on this rank) or the read fails.
-bool read_root_buffer(int64_t pid, uint64_t address, uint8_t* out, size_t bytes) {
+// Copies `bytes` between `local` here and `remote` in process `pid`: a read (process_vm_readv)
+// or a write (process_vm_writev). False where CMA is not permitted (EPERM, ENOSYS, a kernel
+// without it, GLOO_LITE_SHM_CMA=0 on this rank) or the copy fails.
+bool copy_with_peer(int64_t pid, uint8_t* local, uint64_t remote, size_t bytes, bool write) {
   if (!knob_bool("GLOO_LITE_SHM_CMA")) return false;
   size_t done = 0;
   while (done < bytes) {
-    iovec local{out + done, bytes - done};
-    iovec remote{reinterpret_cast<void*>(address + done), bytes - done};
-    ssize_t n = ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
-    if (n <= 0) return false;  // (a partial read goes on; an error or nothing read gives up)
+    iovec here{local + done, bytes - done};
+    iovec there{reinterpret_cast<void*>(remote + done), bytes - done};
+    ssize_t n = write ? ::process_vm_writev(static_cast<pid_t>(pid), &here, 1, &there, 1, 0)
+                      : ::process_vm_readv(static_cast<pid_t>(pid), &here, 1, &there, 1, 0);
+    if (n <= 0) return false;  // (a partial copy goes on; an error or nothing copied gives up)
     done += static_cast<size_t>(n);
   }
   return true;
 }
 
-// The single-copy broadcast, one step: the root posts its buffer's address and publishes; each
-// reader reads the whole vector from the root's memory, posts whether it could, and publishes;
-// everyone waits for everyone (the root may not return, nor touch its buffer, while a reader
-// still reads it; a dead reader fails this wait naming it). Returns false when some reader
-// could not read: every rank saw the same verdicts, so every rank then runs the segment steps
-// (which follow in lockstep), and no rank tries CMA from this root again.
+// How many leading bytes of the vector each reader reads itself; the root writes the rest into
+// every reader's buffer. With P - 1 readers the root's share of each is 1/P, so that the root
+// (P - 1 tails) and each reader (its head) copy the same amount, in parallel: at P = 2 each
+// copies half. On a page boundary, so that no page is pinned by both copies.
+size_t reader_share(size_t bytes, int ranks) {
+  constexpr size_t kPage = 4096;
+  const size_t tail = bytes / static_cast<size_t>(ranks) / kPage * kPage;
+  return bytes - tail;
+}
+
+// The single-copy broadcast: every rank posts its buffer's address and publishes; each reader
+// reads the head of the vector from the root's buffer while the root writes the tail into each
+// reader's (process_vm_readv / process_vm_writev, reader_share()), posts whether it could, and
+// publishes; everyone waits for everyone (the root may not return, nor touch its buffer, while a
+// reader still reads it, and a reader's buffer is written until the root publishes; a dead rank
+// fails this wait naming it). Returns false when some rank could not copy: every rank saw the
+// same verdicts, so every rank then runs the segment steps (which follow in lockstep and rewrite
+// the whole vector), and no rank tries CMA for this root again.
 bool single_copy_broadcast(const Call& call, HostSegment& segment) {
   const uint64_t single_copies = segment.posted(call.rank, kSingleCopiesWord);
   segment.post(kSingleCopiesWord, single_copies + 1);
   const int verdict_word = kVerdictWord + static_cast<int>(single_copies % 2);
+  const size_t bytes = call.bytes(call.count);
+  const size_t head = reader_share(bytes, call.size);
+  segment.post(kAddressWord, reinterpret_cast<uint64_t>(call.output));
+  segment.publish();
+  bool copied = true;
   if (call.rank == call.root) {
-    segment.post(kAddressWord, reinterpret_cast<uint64_t>(call.output));
+    for (int r = 0; r < call.size && head < bytes; ++r) {
+      if (r == call.root) continue;
+      segment.wait_for(r, segment.seq());  // its address is posted
+      copied = copied && copy_with_peer(segment.pid(r), call.output + head,
+                                        segment.posted(r, kAddressWord) + head, bytes - head,
+                                        /*write=*/true);
+    }
   } else {
-    segment.wait_for(call.root, segment.seq() + 1);
-    bool read = read_root_buffer(segment.pid(call.root), segment.posted(call.root, kAddressWord),
-                                 call.output, call.bytes(call.count));
-    segment.post(verdict_word, read ? 0 : 1);
+    segment.wait_for(call.root, segment.seq());
+    copied = copy_with_peer(segment.pid(call.root), call.output,
+                            segment.posted(call.root, kAddressWord), head, /*write=*/false);
   }
+  segment.post(verdict_word, copied ? 0 : 1);
   segment.publish();
   segment.wait_all(segment.seq());
   for (int r = 0; r < call.size; ++r) {
-    if (r != call.root && segment.posted(r, verdict_word) != 0) {
+    if (segment.posted(r, verdict_word) != 0) {
       segment.post(kRefusedWord,
                    segment.posted(call.rank, kRefusedWord) | (uint64_t{1} << call.root));
       return false;
