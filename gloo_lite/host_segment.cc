@@ -327,6 +327,16 @@ void HostSegment::post(int index, uint64_t word) {
   control(rank_).words[index].store(word, std::memory_order_relaxed);
 }
 
+void HostSegment::post_fenced(int index, uint64_t word) {
+  control(rank_).words[index].store(word, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool HostSegment::gone(int rank) const {
+  return control(rank).closed.load(std::memory_order_acquire) != 0 ||
+         (watches_[rank] && watches_[rank]->exited());
+}
+
 uint64_t HostSegment::posted(int rank, int index) const {
   return control(rank).words[index].load(std::memory_order_acquire);
 }

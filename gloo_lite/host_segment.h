@@ -81,9 +81,15 @@ class HostSegment {
   // A few words per rank that a step hands the peers (the single-copy broadcast's address and
   // its readers' verdicts), zero at first: post() before publish(), posted() after waiting for
   // that publish.
-  static constexpr int kWords = 5;
+  static constexpr int kWords = 8;
   void post(int index, uint64_t word);
   uint64_t posted(int rank, int index) const;
+  // post(), then a full fence: a posted() that follows sees every word a peer posted with
+  // post_fenced() before its own posted() of ours, or the peer sees this one (the two-sided
+  // handshake of a rank that leaves a call early and one that may still write into its memory).
+  void post_fenced(int index, uint64_t word);
+  // Whether segment rank `rank` closed its context or its process exited.
+  bool gone(int rank) const;
   // The process of segment rank `rank` (the same for ranks that are threads of one process).
   int64_t pid(int rank) const;
   void wait_for(int rank, uint64_t target);

@@ -102,9 +102,20 @@ IbMesh::~IbMesh() {
 // peer that is gone flushes or never answers, and then nothing is owed to it.
 void IbMesh::drain_posted_sends(const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
+  // Closed pairs count too (a mismatch notice may still be on its way on a kept QP; a stopped QP
+  // flushes at once), except those whose peer said goodbye or died on the side channel: nothing
+  // is owed to them, and their QP would only retry until it gives up.
+  auto owed = [&](Peer& peer) {
+    if (peer.send_queue_used <= 0) return false;
+    try {
+      return !peer.lifeline || !peer.lifeline->test();
+    } catch (const Error&) {
+      return false;  // the side channel says it is gone
+    }
+  };
   auto in_flight = [&] {
     for (auto& peer : peers_) {
-      if (peer && peer->open && peer->send_queue_used > 0) return true;
+      if (peer && owed(*peer)) return true;
     }
     return false;
   };

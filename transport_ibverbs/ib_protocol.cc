@@ -97,6 +97,9 @@ void IbMesh::on_completion(const ibv_wc& wc) {
       break;
     }
   }
+  // Closing: post nothing more (a credit to a peer that already said goodbye would sit on its
+  // destroyed QP and hold drain_posted_sends up until the retries give up).
+  if (closed_) return;
   post_pending(peer);
   return_credits(peer);
 }

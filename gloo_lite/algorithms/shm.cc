@@ -8,9 +8,11 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/algorithms/shm.h"
@@ -275,6 +277,19 @@ constexpr int kAddressWord = 0;
 constexpr int kVerdictWord = 1;  // and 2
 constexpr int kRefusedWord = 3;
 constexpr int kSingleCopiesWord = 4;
+// This rank's vector length in bytes: the root writes into a reader only as far as that reader
+// said its buffer goes (the fingerprint compares counts only through a hash).
+constexpr int kLengthWord = 5;
+// The root's "now writing into reader r in single-copy call c" (writing_token), 0 when not; and a
+// reader's "left single-copy call c early" (c): the two sides of the handshake that keeps a
+// reader that leaves by an exception from handing its buffer back to its caller while the root
+// still writes into it (see single_copy_broadcast).
+constexpr int kWritingWord = 6;
+constexpr int kLeftWord = 7;
+
+uint64_t writing_token(uint64_t call, int reader) {
+  return call << 8 | static_cast<uint64_t>(reader + 1);  // readers < kSingleCopyMaxRanks
+}
 
 // Copies `bytes` between `local` here and `remote` in process `pid`: a read (process_vm_readv)
 // or a write (process_vm_writev). False where CMA is not permitted (EPERM, ENOSYS, a kernel
@@ -303,39 +318,96 @@ size_t reader_share(size_t bytes, int ranks) {
   return bytes - tail;
 }
 
-// The single-copy broadcast: every rank posts its buffer's address and publishes; each reader
-// reads the head of the vector from the root's buffer while the root writes the tail into each
-// reader's (process_vm_readv / process_vm_writev, reader_share()), posts whether it could, and
-// publishes; everyone waits for everyone (the root may not return, nor touch its buffer, while a
-// reader still reads it, and a reader's buffer is written until the root publishes; a dead rank
-// fails this wait naming it). Returns false when some rank could not copy: every rank saw the
-// same verdicts, so every rank then runs the segment steps (which follow in lockstep and rewrite
-// the whole vector), and no rank tries CMA for this root again.
+// The root's share: it writes the tail of the vector into every reader that is still in the call
+// (one whose buffer is as long as its own), announcing each write first (kWritingWord) and
+// clearing the announcement when done or on the way out. Returns false when a write failed
+// (CMA refused).
+bool write_tails(const Call& call, HostSegment& segment, uint64_t single_copy, size_t head) {
+  const size_t bytes = call.bytes(call.count);
+  struct Clear {
+    HostSegment& segment;
+    ~Clear() { segment.post_fenced(kWritingWord, 0); }
+  } clear{segment};
+  for (int r = 0; r < call.size; ++r) {
+    if (r == call.root) continue;
+    segment.wait_for(r, segment.seq());  // its address is posted; compares fingerprints
+    const uint64_t length = segment.posted(r, kLengthWord);
+    if (length != bytes) {
+      throw MismatchError("collective mismatch: broadcast from root " + std::to_string(call.root) +
+                          " of " + std::to_string(bytes) + " bytes, but a reader's buffer holds " +
+                          std::to_string(length) + " bytes (segment rank " + std::to_string(r) +
+                          "); every rank must broadcast the same count");
+    }
+    segment.post_fenced(kWritingWord, writing_token(single_copy, r));
+    if (segment.posted(r, kLeftWord) == single_copy) continue;  // it left: never write
+    if (!copy_with_peer(segment.pid(r), call.output + head, segment.posted(r, kAddressWord) + head,
+                        bytes - head, /*write=*/true)) {
+      return false;
+    }
+    segment.post_fenced(kWritingWord, 0);
+  }
+  return true;
+}
+
+// A reader leaving the call by an exception after it posted its address: says so, then waits
+// while the root writes into its buffer (a system call in progress: bounded by the copy's
+// time), unless the root is gone. Either the root sees "left" before it starts a write, or this
+// rank sees the root's announcement and waits for it to clear (both sides fence).
+void leave_before_the_root_writes(const Call& call, HostSegment& segment, uint64_t single_copy) {
+  segment.post_fenced(kLeftWord, single_copy);
+  const uint64_t writing = writing_token(single_copy, call.rank);
+  // Generous: far beyond a system call copying the tail at memory speed.
+  const Deadline bound = Deadline::after(std::chrono::seconds(2) +
+                                         std::chrono::milliseconds(call.bytes(call.count) >> 20));
+  while (segment.posted(call.root, kWritingWord) == writing && !segment.gone(call.root) &&
+         !bound.expired()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// The single-copy broadcast: every rank posts its buffer's address and length and publishes;
+// each reader reads the head of the vector from the root's buffer while the root writes the tail
+// into each reader's (process_vm_readv / process_vm_writev, reader_share()), posts whether it
+// could, and publishes; everyone waits for everyone (the root may not return, nor touch its
+// buffer, while a reader still reads it, and a reader's buffer is written until the root
+// publishes; a dead rank fails this wait naming it). A reader that leaves early (an abort, a
+// timeout, a dead peer) first makes sure the root is not writing into it and will not start
+// (leave_before_the_root_writes). Returns false when some rank could not copy: every rank saw
+// the same verdicts, so every rank then runs the segment steps (which follow in lockstep and
+// rewrite the whole vector), and no rank tries CMA for this root again.
 bool single_copy_broadcast(const Call& call, HostSegment& segment) {
   const uint64_t single_copies = segment.posted(call.rank, kSingleCopiesWord);
-  segment.post(kSingleCopiesWord, single_copies + 1);
+  const uint64_t single_copy = single_copies + 1;  // this call's number, the same on every rank
+  segment.post(kSingleCopiesWord, single_copy);
   const int verdict_word = kVerdictWord + static_cast<int>(single_copies % 2);
   const size_t bytes = call.bytes(call.count);
   const size_t head = reader_share(bytes, call.size);
   segment.post(kAddressWord, reinterpret_cast<uint64_t>(call.output));
+  segment.post(kLengthWord, bytes);
   segment.publish();
-  bool copied = true;
-  if (call.rank == call.root) {
-    for (int r = 0; r < call.size && head < bytes; ++r) {
-      if (r == call.root) continue;
-      segment.wait_for(r, segment.seq());  // its address is posted
-      copied = copied && copy_with_peer(segment.pid(r), call.output + head,
-                                        segment.posted(r, kAddressWord) + head, bytes - head,
-                                        /*write=*/true);
+  const bool root = call.rank == call.root;
+  try {
+    bool copied = true;
+    if (root) {
+      copied = head == bytes || write_tails(call, segment, single_copy, head);
+    } else {
+      segment.wait_for(call.root, segment.seq());
+      if (segment.posted(call.root, kLengthWord) != bytes) {
+        throw MismatchError("collective mismatch: broadcast of " + std::to_string(bytes) +
+                            " bytes, but root " + std::to_string(call.root) + " sends " +
+                            std::to_string(segment.posted(call.root, kLengthWord)) +
+                            "; every rank must broadcast the same count");
+      }
+      copied = copy_with_peer(segment.pid(call.root), call.output,
+                              segment.posted(call.root, kAddressWord), head, /*write=*/false);
     }
-  } else {
-    segment.wait_for(call.root, segment.seq());
-    copied = copy_with_peer(segment.pid(call.root), call.output,
-                            segment.posted(call.root, kAddressWord), head, /*write=*/false);
+    segment.post(verdict_word, copied ? 0 : 1);
+    segment.publish();
+    segment.wait_all(segment.seq());
+  } catch (...) {
+    if (!root) leave_before_the_root_writes(call, segment, single_copy);
+    throw;
   }
-  segment.post(verdict_word, copied ? 0 : 1);
-  segment.publish();
-  segment.wait_all(segment.seq());
   for (int r = 0; r < call.size; ++r) {
     if (segment.posted(r, verdict_word) != 0) {
       segment.post(kRefusedWord,

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gloo_lite/algorithm_choice.h"
@@ -696,6 +697,53 @@ TEST(Shm, DeadReaderFailsTheSingleCopyRootNamingIt) {
     if (result.rank == kVictim) {
       EXPECT_TRUE(result.signaled && result.signal == SIGKILL) << result.describe();
     } else {
+      EXPECT_TRUE(result.ok()) << result.describe();
+    }
+  }
+}
+
+// The root of a single-copy broadcast writes the tail of the vector into each reader's buffer
+// (process_vm_writev). A reader that leaves the call early gets its buffer back only once the
+// root cannot write into it any more. Here the root is stopped (SIGSTOP, by rank 1) while it waits
+// for rank 1's first step; rank 1 then enters, reads its head from the stopped root, times out
+// waiting for the root's next step, and leaves; it fills its buffer and resumes the root, which
+// sees rank 1's step done and must notice that rank 1 left instead of writing into it. Rank 1
+// checks that nothing overwrote its buffer. (Fails when the root writes without the handshake.)
+TEST(Shm, ReaderThatLeftIsNeverWrittenByTheSingleCopyRoot) {
+  struct Shared {
+    std::atomic<pid_t> root{0};
+  };
+  SharedMapping<Shared> shared;
+  constexpr size_t kCount = 1 << 18;  // 1 MiB of floats: single copy at P = 3
+  constexpr float kSentinel = -7.0f;
+  auto results = run_context_processes(3, [&](Context& context) {
+    CollectiveOptions options;
+    options.algorithm = "shm";
+    std::vector<float> data(kCount, context.rank() == 0 ? 1.0f : 0.0f);
+    barrier(context, options);
+    options.timeout = 10s;
+    if (context.rank() == 0) shared->root = getpid();
+    if (context.rank() == 1) {
+      while (shared->root == 0) std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(200ms);  // the root now waits for this rank's first step
+      kill(shared->root, SIGSTOP);
+      options.timeout = 300ms;
+    }
+    try {
+      broadcast(context, data.data(), data.size(), DataType::kFloat32, 0, options);
+      ADD_FAILURE() << "rank " << context.rank() << ": the broadcast completed";
+    } catch (const Error&) {
+    }
+    if (context.rank() != 1) return;
+    std::fill(data.begin(), data.end(), kSentinel);  // the caller's buffer again
+    kill(shared->root, SIGCONT);
+    std::this_thread::sleep_for(1s);  // the root resumes, looks at rank 1, goes on to rank 2
+    size_t overwritten = 0;
+    for (float value : data) overwritten += value != kSentinel;
+    EXPECT_EQ(overwritten, 0u) << "the root wrote into the buffer of a reader that had left";
+  });
+  for (const auto& result : results) {
+    if (result.rank == 1) {
       EXPECT_TRUE(result.ok()) << result.describe();
     }
   }
