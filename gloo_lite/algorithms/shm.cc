@@ -280,15 +280,15 @@ constexpr int kSingleCopiesWord = 4;
 // This rank's vector length in bytes: the root writes into a reader only as far as that reader
 // said its buffer goes (the fingerprint compares counts only through a hash).
 constexpr int kLengthWord = 5;
-// The root's "now writing into reader r in single-copy call c" (writing_token), 0 when not; and a
-// reader's "left single-copy call c early" (c): the two sides of the handshake that keeps a
-// reader that leaves by an exception from handing its buffer back to its caller while the root
-// still writes into it (see single_copy_broadcast).
-constexpr int kWritingWord = 6;
+// "Now copying with segment rank x in single-copy call c" (copy_token), 0 when not; and "left
+// single-copy call c early" (c): the two sides of the handshake that keeps a rank that leaves by
+// an exception from handing its buffer back to its caller while a peer still copies from or into
+// it (copy_unless_left, leave_single_copy).
+constexpr int kCopyingWord = 6;
 constexpr int kLeftWord = 7;
 
-uint64_t writing_token(uint64_t call, int reader) {
-  return call << 8 | static_cast<uint64_t>(reader + 1);  // readers < kSingleCopyMaxRanks
+uint64_t copy_token(uint64_t call, int peer) {
+  return call << 8 | static_cast<uint64_t>(peer + 1);  // peers < kSingleCopyMaxRanks
 }
 
 // Copies `bytes` between `local` here and `remote` in process `pid`: a read (process_vm_readv)
@@ -318,16 +318,46 @@ size_t reader_share(size_t bytes, int ranks) {
   return bytes - tail;
 }
 
-// The root's share: it writes the tail of the vector into every reader that is still in the call
-// (one whose buffer is as long as its own), announcing each write first (kWritingWord) and
-// clearing the announcement when done or on the way out. Returns false when a write failed
-// (CMA refused).
+enum class Copied { kYes, kRefused, kPeerLeft };
+
+// One CMA copy with `peer` in single-copy call `call`, unless the peer has left the call: the copy
+// is announced first (fenced), the peer's "left" read after; a rank that leaves posts "left"
+// (fenced) and then reads the announcements (leave_single_copy). One of the two always sees the
+// other's word, so no copy starts into or from a buffer already handed back.
+Copied copy_unless_left(HostSegment& segment, uint64_t call, int peer, uint8_t* local,
+                        uint64_t remote, size_t bytes, bool write) {
+  segment.post_fenced(kCopyingWord, copy_token(call, peer));
+  Copied copied = Copied::kPeerLeft;
+  if (segment.posted(peer, kLeftWord) != call) {
+    copied = copy_with_peer(segment.pid(peer), local, remote, bytes, write) ? Copied::kYes
+                                                                            : Copied::kRefused;
+  }
+  segment.post_fenced(kCopyingWord, 0);
+  return copied;
+}
+
+// Leaving single-copy call `call` by an exception after this rank posted its address: says so,
+// then waits while some rank's announced copy names this rank (a system call in progress, so
+// bounded by the copy's time), unless that rank is gone: the root waits for the readers still
+// reading its buffer, a reader for the root still writing into its own.
+void leave_single_copy(const Call& call, HostSegment& segment, uint64_t single_copy) {
+  segment.post_fenced(kLeftWord, single_copy);
+  const uint64_t mine = copy_token(single_copy, call.rank);
+  // Generous: far beyond a system call copying the vector at memory speed.
+  const Deadline bound = Deadline::after(std::chrono::seconds(2) +
+                                         std::chrono::milliseconds(call.bytes(call.count) >> 20));
+  for (int r = 0; r < call.size; ++r) {
+    while (r != call.rank && segment.posted(r, kCopyingWord) == mine && !segment.gone(r) &&
+           !bound.expired()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+// The root's share: it writes the tail of the vector into every reader still in the call, as far
+// as the length that reader posted. Returns false when a write failed (CMA refused).
 bool write_tails(const Call& call, HostSegment& segment, uint64_t single_copy, size_t head) {
   const size_t bytes = call.bytes(call.count);
-  struct Clear {
-    HostSegment& segment;
-    ~Clear() { segment.post_fenced(kWritingWord, 0); }
-  } clear{segment};
   for (int r = 0; r < call.size; ++r) {
     if (r == call.root) continue;
     segment.wait_for(r, segment.seq());  // its address is posted; compares fingerprints
@@ -338,31 +368,12 @@ bool write_tails(const Call& call, HostSegment& segment, uint64_t single_copy, s
                           std::to_string(length) + " bytes (segment rank " + std::to_string(r) +
                           "); every rank must broadcast the same count");
     }
-    segment.post_fenced(kWritingWord, writing_token(single_copy, r));
-    if (segment.posted(r, kLeftWord) == single_copy) continue;  // it left: never write
-    if (!copy_with_peer(segment.pid(r), call.output + head, segment.posted(r, kAddressWord) + head,
-                        bytes - head, /*write=*/true)) {
-      return false;
-    }
-    segment.post_fenced(kWritingWord, 0);
+    Copied copied = copy_unless_left(segment, single_copy, r, call.output + head,
+                                     segment.posted(r, kAddressWord) + head, bytes - head,
+                                     /*write=*/true);
+    if (copied == Copied::kRefused) return false;  // (one that left fails the call anyway)
   }
   return true;
-}
-
-// A reader leaving the call by an exception after it posted its address: says so, then waits
-// while the root writes into its buffer (a system call in progress: bounded by the copy's
-// time), unless the root is gone. Either the root sees "left" before it starts a write, or this
-// rank sees the root's announcement and waits for it to clear (both sides fence).
-void leave_before_the_root_writes(const Call& call, HostSegment& segment, uint64_t single_copy) {
-  segment.post_fenced(kLeftWord, single_copy);
-  const uint64_t writing = writing_token(single_copy, call.rank);
-  // Generous: far beyond a system call copying the tail at memory speed.
-  const Deadline bound = Deadline::after(std::chrono::seconds(2) +
-                                         std::chrono::milliseconds(call.bytes(call.count) >> 20));
-  while (segment.posted(call.root, kWritingWord) == writing && !segment.gone(call.root) &&
-         !bound.expired()) {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
 }
 
 // The single-copy broadcast: every rank posts its buffer's address and length and publishes;
@@ -370,11 +381,11 @@ void leave_before_the_root_writes(const Call& call, HostSegment& segment, uint64
 // into each reader's (process_vm_readv / process_vm_writev, reader_share()), posts whether it
 // could, and publishes; everyone waits for everyone (the root may not return, nor touch its
 // buffer, while a reader still reads it, and a reader's buffer is written until the root
-// publishes; a dead rank fails this wait naming it). A reader that leaves early (an abort, a
-// timeout, a dead peer) first makes sure the root is not writing into it and will not start
-// (leave_before_the_root_writes). Returns false when some rank could not copy: every rank saw
-// the same verdicts, so every rank then runs the segment steps (which follow in lockstep and
-// rewrite the whole vector), and no rank tries CMA for this root again.
+// publishes; a dead rank fails this wait naming it). A rank that leaves early (an abort, a
+// timeout, a dead peer) first makes sure that no peer copies from or into its buffer and that
+// none will start (copy_unless_left, leave_single_copy). Returns false when some rank could not
+// copy: every rank saw the same verdicts, so every rank then runs the segment steps (which follow
+// in lockstep and rewrite the whole vector), and no rank tries CMA for this root again.
 bool single_copy_broadcast(const Call& call, HostSegment& segment) {
   const uint64_t single_copies = segment.posted(call.rank, kSingleCopiesWord);
   const uint64_t single_copy = single_copies + 1;  // this call's number, the same on every rank
@@ -398,14 +409,17 @@ bool single_copy_broadcast(const Call& call, HostSegment& segment) {
                             std::to_string(segment.posted(call.root, kLengthWord)) +
                             "; every rank must broadcast the same count");
       }
-      copied = copy_with_peer(segment.pid(call.root), call.output,
-                              segment.posted(call.root, kAddressWord), head, /*write=*/false);
+      // A root that has left makes this "not copied": the segment steps that follow fail
+      // waiting for it, never return a torn vector.
+      copied = copy_unless_left(segment, single_copy, call.root, call.output,
+                                segment.posted(call.root, kAddressWord), head,
+                                /*write=*/false) == Copied::kYes;
     }
     segment.post(verdict_word, copied ? 0 : 1);
     segment.publish();
     segment.wait_all(segment.seq());
   } catch (...) {
-    if (!root) leave_before_the_root_writes(call, segment, single_copy);
+    leave_single_copy(call, segment, single_copy);
     throw;
   }
   for (int r = 0; r < call.size; ++r) {
