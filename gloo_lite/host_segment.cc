@@ -327,9 +327,8 @@ void HostSegment::post(int index, uint64_t word) {
   control(rank_).words[index].store(word, std::memory_order_relaxed);
 }
 
-void HostSegment::post_fenced(int index, uint64_t word) {
+void HostSegment::post_ordered(int index, uint64_t word) {
   control(rank_).words[index].store(word, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 bool HostSegment::gone(int rank) const {
@@ -338,7 +337,7 @@ bool HostSegment::gone(int rank) const {
 }
 
 uint64_t HostSegment::posted(int rank, int index) const {
-  return control(rank).words[index].load(std::memory_order_acquire);
+  return control(rank).words[index].load(std::memory_order_seq_cst);  // see post_ordered()
 }
 
 int64_t HostSegment::pid(int rank) const {

@@ -84,10 +84,12 @@ class HostSegment {
   static constexpr int kWords = 8;
   void post(int index, uint64_t word);
   uint64_t posted(int rank, int index) const;
-  // post(), then a full fence: a posted() that follows sees every word a peer posted with
-  // post_fenced() before its own posted() of ours, or the peer sees this one (the two-sided
-  // handshake of a rank that leaves a call early and one that may still write into its memory).
-  void post_fenced(int index, uint64_t word);
+  // post() as a sequentially consistent store. posted() loads are sequentially consistent too,
+  // so when two ranks each post_ordered() a word and then read the other's, at least one of them
+  // sees the other's word (the two-sided handshake of a rank that leaves a call early and one
+  // that may still copy into or out of its memory). No fence: ThreadSanitizer does not model
+  // atomic_thread_fence, and GCC refuses it under -fsanitize=thread.
+  void post_ordered(int index, uint64_t word);
   // Whether segment rank `rank` closed its context or its process exited.
   bool gone(int rank) const;
   // The process of segment rank `rank` (the same for ranks that are threads of one process).

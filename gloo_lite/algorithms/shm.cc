@@ -321,18 +321,18 @@ size_t reader_share(size_t bytes, int ranks) {
 enum class Copied { kYes, kRefused, kPeerLeft };
 
 // One CMA copy with `peer` in single-copy call `call`, unless the peer has left the call: the copy
-// is announced first (fenced), the peer's "left" read after; a rank that leaves posts "left"
-// (fenced) and then reads the announcements (leave_single_copy). One of the two always sees the
-// other's word, so no copy starts into or from a buffer already handed back.
+// is announced first (post_ordered), the peer's "left" read after; a rank that leaves posts
+// "left" (post_ordered) and then reads the announcements (leave_single_copy). One of the two always
+// sees the other's word, so no copy starts into or from a buffer already handed back.
 Copied copy_unless_left(HostSegment& segment, uint64_t call, int peer, uint8_t* local,
                         uint64_t remote, size_t bytes, bool write) {
-  segment.post_fenced(kCopyingWord, copy_token(call, peer));
+  segment.post_ordered(kCopyingWord, copy_token(call, peer));
   Copied copied = Copied::kPeerLeft;
   if (segment.posted(peer, kLeftWord) != call) {
     copied = copy_with_peer(segment.pid(peer), local, remote, bytes, write) ? Copied::kYes
                                                                             : Copied::kRefused;
   }
-  segment.post_fenced(kCopyingWord, 0);
+  segment.post_ordered(kCopyingWord, 0);
   return copied;
 }
 
@@ -341,7 +341,7 @@ Copied copy_unless_left(HostSegment& segment, uint64_t call, int peer, uint8_t* 
 // bounded by the copy's time), unless that rank is gone: the root waits for the readers still
 // reading its buffer, a reader for the root still writing into its own.
 void leave_single_copy(const Call& call, HostSegment& segment, uint64_t single_copy) {
-  segment.post_fenced(kLeftWord, single_copy);
+  segment.post_ordered(kLeftWord, single_copy);
   const uint64_t mine = copy_token(single_copy, call.rank);
   // Generous: far beyond a system call copying the vector at memory speed.
   const Deadline bound = Deadline::after(std::chrono::seconds(2) +
