@@ -103,8 +103,9 @@ IbMesh::~IbMesh() {
 void IbMesh::drain_posted_sends(const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   // Closed pairs count too (a mismatch notice may still be on its way on a kept QP; a stopped QP
-  // flushes at once), except those whose peer said goodbye or died on the side channel: nothing
-  // is owed to them, and their QP would only retry until it gives up.
+  // flushes at once, as does that of a pair whose lifeline the progress thread already took),
+  // except those whose lifeline reports a goodbye or a death now: nothing is owed to them, and
+  // their QP would only retry until it gives up.
   auto owed = [&](Peer& peer) {
     if (peer.send_queue_used <= 0) return false;
     try {
