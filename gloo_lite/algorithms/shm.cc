@@ -354,6 +354,18 @@ void leave_single_copy(const Call& call, HostSegment& segment, uint64_t single_c
   }
 }
 
+// The backstop behind the fingerprint (which compares counts only through a hash): `peer`
+// posted the same vector length as this rank, or the call fails before any byte is copied.
+void require_same_length(const Call& call, HostSegment& segment, int peer) {
+  const uint64_t theirs = segment.posted(peer, kLengthWord);
+  const size_t mine = call.bytes(call.count);
+  if (theirs == mine) return;
+  throw MismatchError("collective mismatch: broadcast from root " + std::to_string(call.root) +
+                      ": this rank's buffer holds " + std::to_string(mine) +
+                      " bytes, segment rank " + std::to_string(peer) + "'s " +
+                      std::to_string(theirs) + "; every rank must broadcast the same count");
+}
+
 // The root's share: it writes the tail of the vector into every reader still in the call, as far
 // as the length that reader posted. Returns false when a write failed (CMA refused).
 bool write_tails(const Call& call, HostSegment& segment, uint64_t single_copy, size_t head) {
@@ -361,13 +373,7 @@ bool write_tails(const Call& call, HostSegment& segment, uint64_t single_copy, s
   for (int r = 0; r < call.size; ++r) {
     if (r == call.root) continue;
     segment.wait_for(r, segment.seq());  // its address is posted; compares fingerprints
-    const uint64_t length = segment.posted(r, kLengthWord);
-    if (length != bytes) {
-      throw MismatchError("collective mismatch: broadcast from root " + std::to_string(call.root) +
-                          " of " + std::to_string(bytes) + " bytes, but a reader's buffer holds " +
-                          std::to_string(length) + " bytes (segment rank " + std::to_string(r) +
-                          "); every rank must broadcast the same count");
-    }
+    require_same_length(call, segment, r);
     Copied copied = copy_unless_left(segment, single_copy, r, call.output + head,
                                      segment.posted(r, kAddressWord) + head, bytes - head,
                                      /*write=*/true);
@@ -403,12 +409,7 @@ bool single_copy_broadcast(const Call& call, HostSegment& segment) {
       copied = head == bytes || write_tails(call, segment, single_copy, head);
     } else {
       segment.wait_for(call.root, segment.seq());
-      if (segment.posted(call.root, kLengthWord) != bytes) {
-        throw MismatchError("collective mismatch: broadcast of " + std::to_string(bytes) +
-                            " bytes, but root " + std::to_string(call.root) + " sends " +
-                            std::to_string(segment.posted(call.root, kLengthWord)) +
-                            "; every rank must broadcast the same count");
-      }
+      require_same_length(call, segment, call.root);
       // A root that has left makes this "not copied": the segment steps that follow fail
       // waiting for it, never return a torn vector.
       copied = copy_unless_left(segment, single_copy, call.root, call.output,
