@@ -180,9 +180,12 @@ TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
       std::vector<uint8_t> data(kBytes, 0x5A);
       auto memory = mesh.register_memory(data.data(), data.size());
       mesh.cancel_failing(mesh.send(1, 2, *memory, 0, kBytes));  // its announcement is out
+      // Only now may rank 1 post its receive: had it posted first, its clear-to-send could
+      // come back before the cancel (a descheduled thread), and the send would simply run.
+      int token = 1;
+      context.send(1, &token, sizeof(token), 5);
       // Rank 1 matches the send (clear-to-send on TCP), then sends this token on the same
       // connection: once it is here, this rank has answered the clear-to-send (or not).
-      int token = 0;
       context.recv(1, &token, sizeof(token), 3);
       usleep(200000);
       context.abort("the user's reduction threw on rank 0");
@@ -191,14 +194,16 @@ TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
     }
     std::vector<uint8_t> buffer(kBytes, 0xAB);
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
+    int token = 0;
+    context.recv(0, &token, sizeof(token), 5);  // rank 0 has taken its send back
     auto request = mesh.recv(0, 2, *memory, 0, kBytes);
-    int token = 7;
+    token = 7;
     context.send(0, &token, sizeof(token), 3);
-    // Where the payload moves without the sender's next step, it may be delivered before rank 0
-    // takes the send back: over shm with CMA this rank copies it itself, over ibverbs the HCA
-    // finishes an RDMA write already posted (the cancel waits for it). The receive then
+    // Where the receiver's side moves the payload without the sender's next step, the
+    // announcement it matched may still deliver: over shm with CMA this rank copies from the
+    // sender's buffer itself, over ibverbs the HCA finishes the transfer. The receive then
     // completes with the whole message, and the abort's cause comes with this rank's next
-    // receive. Over TCP, and when the cancel came first, the receive fails with that cause.
+    // receive. Over TCP the data frame needs the sender, so the receive fails with that cause.
     const std::string transport = mesh.transport_of(0);
     const bool copies_itself = transport == "ibverbs" || (transport == "shm" && shm_cma_enabled());
     bool completed = false;
