@@ -119,8 +119,20 @@ std::string rank_word(const std::vector<int>& context_ranks, const std::vector<i
 
 }  // namespace
 
-struct HostSegment::Control {
+// A rank's flag and what its peers read as soon as it moves, on one cache line: the record of
+// its latest call (check_fingerprint) and, per buffer, a payload of up to kInlineBytes (the
+// one-step reduction of the smallest vectors). One transfer brings a waiter all of it, where
+// words on other lines would each cost one more cache miss on the critical path (at P = 2 an
+// 8-byte allreduce made four transfers, now two).
+struct alignas(64) FlagLine {
   SharedWord flag;
+  CallRecord latest;  // the ring's record of the call begun last
+  uint8_t payload[2][HostSegment::kInlineBytes];
+};
+static_assert(sizeof(FlagLine) == 64, "one cache line");
+
+struct HostSegment::Control {
+  FlagLine line;
   alignas(64) std::atomic<int64_t> pid;
   std::atomic<uint32_t> closed;
   std::atomic<uint64_t> words[HostSegment::kWords];  // post()/posted()
@@ -130,6 +142,10 @@ struct HostSegment::Control {
 size_t HostSegment::data_offset(int size) {
   size_t control_end = kControlOffset + size_t(size) * sizeof(Control);
   return (control_end + kPage - 1) / kPage * kPage;  // the buffers start on a page
+}
+
+uint8_t* HostSegment::inline_payload(int rank, int buffer) const {
+  return control(rank).line.payload[buffer];
 }
 
 HostSegment::Control& HostSegment::control(int rank) const {
@@ -146,6 +162,7 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank,
       chunk_(chunk),
       watches_(size_),
       checked_(size_, false),
+      compared_(size_, 0),
       probes_(size_) {
   data_ = memory_->data() + data_offset(size_);
   policy_.configure_for(ranks_per_core, kDefaultWaitBounds);
@@ -270,7 +287,7 @@ HostSegment::~HostSegment() {
   Control& mine = control(rank_);
   mine.closed.store(1, std::memory_order_release);
   // Whoever sleeps on this rank's flag must look again (and see it closed).
-  wake_all(mine.flag);
+  wake_all(mine.line.flag);
 }
 
 void HostSegment::begin(const algo::Call& call) {
@@ -310,6 +327,9 @@ void HostSegment::begin(const algo::Call& call) {
   // and then finds the index it expects has that call's fingerprint (check_fingerprint).
   record.index.store(calls_, std::memory_order_relaxed);
   record.fingerprint.store(call.fingerprint, std::memory_order_release);
+  CallRecord& latest = control(rank_).line.latest;
+  latest.index.store(calls_, std::memory_order_relaxed);
+  latest.fingerprint.store(call.fingerprint, std::memory_order_release);
   ++calls_;  // published with this rank's next flag (a release store)
 }
 
@@ -321,7 +341,7 @@ void HostSegment::end() {
   call_ = nullptr;
 }
 
-void HostSegment::publish() { gloo_lite::publish(control(rank_).flag, ++seq_); }
+void HostSegment::publish() { gloo_lite::publish(control(rank_).line.flag, ++seq_); }
 
 void HostSegment::post(int index, uint64_t word) {
   control(rank_).words[index].store(word, std::memory_order_relaxed);
@@ -380,21 +400,26 @@ void HostSegment::wait_all(uint64_t target) {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     wait_for(peer, target);
-    lowest = std::min(lowest, control(peer).flag.value.load(std::memory_order_relaxed));
+    lowest = std::min(lowest, control(peer).line.flag.value.load(std::memory_order_relaxed));
   }
   everyone_reached_ = std::min(lowest, seq_);
 }
 
 void HostSegment::wait_for(int peer, uint64_t target) {
-  SharedWord& flag = control(peer).flag;
+  SharedWord& flag = control(peer).line.flag;
   auto reached = [&] { return flag.value.load(std::memory_order_acquire) >= target; };
   if (!reached()) {
-    Deadline slice = Deadline::after(kSlice);
     auto sleep = [&](const Deadline& until) {
       uint64_t seen = flag.value.load(std::memory_order_acquire);
       return seen >= target || (sleep_while(flag, seen, until, kSlice) && reached());
     };
-    while (!policy_.wait(reached, sleep, slice.earlier(call_->deadline))) {
+    // The slice (a look at dead peers and stray messages) starts when the first wait comes back
+    // without the flag, not before it: most waits end within the policy's first checks, and a
+    // clock read here would cost about as much as the flag's transfer. Each wait sleeps at most
+    // kSlice (sleep_while), so a dead peer is still seen within two slices.
+    Deadline slice = Deadline::never();
+    while (!policy_.wait(reached, sleep, call_->deadline)) {
+      if (slice.is_never()) slice = Deadline::after(kSlice);
       bool slice_over = slice.expired();
       check_while_waiting(peer, target, slice_over);
       if (slice_over) slice = Deadline::after(kSlice);
@@ -411,14 +436,25 @@ void HostSegment::check_fingerprint(int peer) {
   // for each other finds it.
   for (uint64_t back = 1; back <= 2 && back <= calls_; ++back) {
     const uint64_t index = calls_ - back;
-    const CallRecord& record = control(peer).calls[index % kCallRing];
+    if (back == 2 && compared_[peer] == index + 1) break;  // the call before compared it
     const uint64_t mine = back == 1 ? call_->fingerprint : previous_fingerprint_;
-    // The fingerprint before the index (begin() writes them in the other order): a record
-    // being rewritten for a later call shows that call's index, and is skipped.
-    const uint64_t theirs = record.fingerprint.load(std::memory_order_acquire);
-    if (record.index.load(std::memory_order_relaxed) != index || theirs == mine) {
-      continue;  // the same call (or the peer already moved on: the others compare)
+    // This call's record on the flag line (the line this rank has just waited for), else in the
+    // ring (the line holds only the latest call). Each was written before the flag this rank
+    // waited for, so it holds `index` or a later call's: the fingerprint is read before the index
+    // (begin() writes them in the other order), and a record being rewritten for a later call
+    // shows that call's index and is skipped.
+    uint64_t theirs = 0;
+    auto holds_index = [&](const CallRecord& record) {
+      theirs = record.fingerprint.load(std::memory_order_acquire);
+      return record.index.load(std::memory_order_relaxed) == index;
+    };
+    const Control& peer_control = control(peer);
+    if (!(back == 1 && holds_index(peer_control.line.latest)) &&
+        !holds_index(peer_control.calls[index % kCallRing])) {
+      continue;  // the peer moved on past it (the others compare)
     }
+    if (back == 1) compared_[peer] = index + 1;
+    if (theirs == mine) continue;  // the same call
     const uint64_t tag = back == 1 ? call_->tag : previous_tag_;
     std::string text = "collective mismatch: " + name(rank_) + " in " +
                        describe_fingerprint(mine, tag) + " found " + name(peer) + " in " +
@@ -469,7 +505,7 @@ void HostSegment::check_while_waiting(int peer, uint64_t target, bool slice_over
   if (call_->deadline.expired()) {
     std::vector<int> behind;
     for (int r = 0; r < size_; ++r) {
-      if (r != rank_ && control(r).flag.value.load(std::memory_order_acquire) < target) {
+      if (r != rank_ && control(r).line.flag.value.load(std::memory_order_acquire) < target) {
         behind.push_back(r);
       }
     }
@@ -514,7 +550,7 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::Ab
   std::memcpy(record.reason, reason.data(), length);
   record.reason[length] = '\0';
   record.state.store(2, std::memory_order_release);
-  for (int r = 0; r < size_; ++r) wake_all(control(r).flag);
+  for (int r = 0; r < size_; ++r) wake_all(control(r).line.flag);
 }
 
 std::string HostSegment::name(int rank) const { return name_in(context_ranks_, rank); }

@@ -2,8 +2,9 @@
 // context whose ranks all run on one host, created at the stream's first shared-memory call.
 //
 // Layout (docs/algorithms.md, "shm"): a header, an abort record, one control block per
-// rank (its sequence flag on a cache line of its own, its pid and "closed" mark, the
-// fingerprints of its recent calls; 192 bytes), then two buffers of P slots of chunk_bytes each.
+// rank (its flag line: the sequence flag, its latest call's fingerprint and the inline
+// payloads, on one cache line; its pid and "closed" mark, posted words, the fingerprints of its
+// recent calls), then two buffers of P slots of chunk_bytes each.
 //
 // Protocol: every rank counts its publishes; all ranks publish the same number of times per
 // call, so the counts advance in lockstep and "rank q reached n" says exactly which step of
@@ -67,6 +68,13 @@ class HostSegment {
   // Rank r's slot in buffer b (chunk_bytes), and all P slots of buffer b as one area.
   uint8_t* slot(int rank, int buffer) const { return area(buffer) + size_t(rank) * chunk_; }
   uint8_t* area(int buffer) const { return data_ + size_t(buffer) * size_ * chunk_; }
+
+  // Rank r's payload for buffer b on its flag's cache line: a one-step reduction of at most
+  // kInlineBytes puts its input there instead of in its slot, so that a peer's wait for the flag
+  // brings the data too. Owned like slot(r, b): written by r after acquire_buffer(), read by the
+  // peers once r's flag shows the step.
+  static constexpr size_t kInlineBytes = 16;
+  uint8_t* inline_payload(int rank, int buffer) const;
 
   // --- one call at a time (the stream's) ---
   // Announces this call's fingerprint for the peers to compare with theirs.
@@ -166,6 +174,9 @@ class HostSegment {
   const algo::Call* call_ = nullptr;
   uint64_t call_start_ = 0;  // seq_ at begin(): a peer past it has announced this call
   std::vector<bool> checked_;
+  // Per peer: 1 + the index of the last call whose fingerprint was compared with its record (0:
+  // none), so that the next call's look back at it is skipped.
+  std::vector<uint64_t> compared_;
   // This call's and the previous one's (check_fingerprint compares both).
   uint64_t current_fingerprint_ = 0, current_tag_ = 0;
   uint64_t previous_fingerprint_ = 0, previous_tag_ = 0;

@@ -50,10 +50,10 @@ std::string CollectiveWork::describe() const {
 }
 
 void Turn::check_not_raced() const {
+  if (!stream->raced_.load(std::memory_order_acquire)) return;
   std::string race;
   {
     std::lock_guard<std::mutex> lock(stream->mutex_);
-    if (!stream->raced_) return;
     race = stream->race_;
   }
   throw InvalidArgument("another thread called a collective on tag " +
@@ -78,7 +78,7 @@ std::string Stream::race_locked(const char* collective) {
       "tag are one ordered stream and must be called one at a time, in the same order on every "
       "rank; give each thread its own CollectiveOptions::tag";
   // The call holding the turn is part of the race too: it must not report success.
-  raced_ = true;
+  raced_.store(true, std::memory_order_release);
   race_ = clash;
   return clash;
 }
@@ -159,7 +159,7 @@ void Stream::run_locked(std::unique_lock<std::mutex>& lock, const char* collecti
       lock.lock();
       stream->running_ = nullptr;
       stream->running_inline_ = false;
-      stream->raced_ = false;
+      stream->raced_.store(false, std::memory_order_relaxed);
       stream->race_.clear();
       stream->changed_.notify_all();
     }

@@ -16,6 +16,7 @@
 // watched this way: it is ordered by the queue like any started call.)
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -149,7 +150,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   const char* running_ = nullptr;  // the call holding the turn
   uint64_t running_sequence_ = 0;
   bool running_inline_ = false;  // ... run by its caller (a blocking call)
-  bool raced_ = false;
+  // Written under mutex_; atomic so that a call's check_not_raced needs no lock when it is not
+  // set (every call makes that check).
+  std::atomic<bool> raced_{false};
   std::string race_;
   // The thread finishing the last call (running its Work's callbacks, which may copy results
   // into place), or none. The next call starts only after that, except in that very thread (a

@@ -52,14 +52,20 @@ size_t piece_length(size_t block, size_t piece, size_t k) {
   return block > k * piece ? std::min(piece, block - k * piece) : 0;
 }
 
-// dst = slot(0) op slot(1) op ... op slot(P-1) at `offset` bytes, `count` elements: the same
-// order on every rank, so that every rank computes the same bits.
+// dst = input(0) op input(1) op ... op input(P-1), `count` elements, where input(q) points at
+// rank q's: the same order on every rank, so that every rank computes the same bits.
+template <typename Input>
+void reduce_inputs(const Call& call, const Input& input, uint8_t* dst, size_t count) {
+  if (count == 0) return;
+  call.reduce_to(dst, input(0), input(1), count);
+  for (int q = 2; q < call.size; ++q) call.reduce_into(dst, input(q), count);
+}
+
+// The same over the slots of `buffer`, at `offset` bytes.
 void reduce_slots(const Call& call, HostSegment& segment, int buffer, size_t offset, uint8_t* dst,
                   size_t count) {
-  if (count == 0) return;
-  call.reduce_to(dst, segment.slot(0, buffer) + offset, segment.slot(1, buffer) + offset, count);
-  for (int q = 2; q < call.size; ++q)
-    call.reduce_into(dst, segment.slot(q, buffer) + offset, count);
+  reduce_inputs(
+      call, [&](int q) { return segment.slot(q, buffer) + offset; }, dst, count);
 }
 
 // Reduces this rank's part [lo, hi) of the chunk in `buffer` into its own slot, in place: only
@@ -84,14 +90,20 @@ void copy_out_parts(const Call& call, HostSegment& segment, int buffer, size_t l
   }
 }
 
-// Small vectors: one step, every rank (only the root, for reduce) reduces all slots.
+// Small vectors: one step, every rank (only the root, for reduce) reduces all inputs. The
+// smallest (a loss, a norm, a flag) travel on the flag's own cache line (inline_payload), so that
+// a peer's flag brings its data.
 void one_step_reduction(const Call& call, HostSegment& segment, bool reduce_here) {
   int buffer = segment.acquire_buffer();
-  std::memcpy(segment.slot(call.rank, buffer), call.input, call.bytes(call.count));
+  const bool on_flag_line = call.bytes(call.count) <= HostSegment::kInlineBytes;
+  auto input = [&](int q) {
+    return on_flag_line ? segment.inline_payload(q, buffer) : segment.slot(q, buffer);
+  };
+  std::memcpy(input(call.rank), call.input, call.bytes(call.count));
   segment.publish();
   if (reduce_here) {
     segment.wait_all(segment.seq());
-    reduce_slots(call, segment, buffer, 0, call.output, call.count);
+    reduce_inputs(call, input, call.output, call.count);
   }
   // Readers are done with the buffer before their next publish.
   segment.release_buffer(buffer, segment.seq() + 1);

@@ -13,15 +13,17 @@
 
 namespace gloo_lite {
 
-// A published counter and the number of processes sleeping on it, on one cache line of its
-// own. Lives in shared memory (zero-filled memory is a valid SharedWord at 0).
-struct alignas(64) SharedWord {
+// A published counter and the number of processes sleeping on it. Lives in shared memory
+// (zero-filled memory is a valid SharedWord at 0). Give it a cache line of its own (alignas(64)),
+// or share that line only with words its waiters read as soon as it moves: they then come with
+// the same transfer (the shared-memory collectives' flag line, gloo_lite/host_segment.cc).
+struct SharedWord {
   std::atomic<uint64_t> value{0};
   std::atomic<uint32_t> sleepers{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared words must be lock-free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain words");
-static_assert(sizeof(SharedWord) == 64, "one cache line per word");
+static_assert(sizeof(SharedWord) == 16, "two words");
 
 // Stores `value` and wakes the sleepers, if any.
 void publish(SharedWord& word, uint64_t value);

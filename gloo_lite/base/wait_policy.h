@@ -80,13 +80,19 @@ class WaitPolicy {
     bool caught = false;
     if (budget_.count() > 0) {
       const auto stop = std::min(start + budget_, until.time_point());
+      // Polling reads the clock once per kChecksPerClockRead checks: a read costs about as
+      // much as a pause, and a flag that lands during one is seen only after it. A yield gives
+      // the core away for an unknown time, so yielding reads it after each.
+      const int checks_per_read = yield_ ? 1 : kChecksPerClockRead;
       do {
-        if (yield_) {
-          sched_yield();
-        } else {
-          cpu_relax();
+        for (int i = 0; i < checks_per_read && !caught; ++i) {
+          if (yield_) {
+            sched_yield();
+          } else {
+            cpu_relax();
+          }
+          caught = ready();
         }
-        caught = ready();
       } while (!caught && Deadline::Clock::now() < stop);
     }
     const bool done = caught || sleep(until);
@@ -99,6 +105,9 @@ class WaitPolicy {
   // Checks before the clock is first read (see wait()); a few pauses, far below kRestart even
   // where ready() is a poll() system call.
   static constexpr int kQuickChecks = 8;
+  // Checks between clock reads while polling: a few pauses (tens of nanoseconds each), far
+  // below any budget.
+  static constexpr int kChecksPerClockRead = 8;
 
  private:
   static void cpu_relax() {

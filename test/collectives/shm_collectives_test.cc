@@ -1,6 +1,6 @@
 // The shared-memory collectives (algorithm "shm", gloo_lite/algorithms/shm.cc): every collective
 // it implements, with ranks as forked processes and as threads, P = 2, 3, 4, 8, several types
-// and ops, sizes 0, 1, odd and several chunks (this binary runs with 4 KiB chunks, so that
+// and ops, sizes 0, 1, 4, odd and several chunks (this binary runs with 4 KiB chunks, so that
 // "several chunks" stays small), in place and out of place, against the independent reference
 // of reference.h. Then the failure cases: a killed rank, a stopped rank, a mismatched call, a
 // segment that cannot be created (fallback), a context over two (faked) hosts, and nothing left
@@ -68,10 +68,12 @@ struct Case {
   }
 };
 
-// Sizes: empty, one element, odd, and several 4 KiB chunks for every element size.
+// Sizes: empty, one element, 4 (16 bytes of float32: the most a reduction carries on the flag's
+// line, HostSegment::kInlineBytes; 32 of float64: past it), odd, and several 4 KiB chunks for
+// every element size.
 std::vector<Case> cases(int ranks) {
   std::vector<Case> all;
-  const size_t sizes[] = {0, 1, 7, 1000, 5003};
+  const size_t sizes[] = {0, 1, 4, 7, 1000, 5003};
   struct TypeOp {
     DataType type;
     ReduceOp op;
