@@ -162,6 +162,8 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
 Context::~Context() {
   unregister_live_context(this);  // first: a dump in progress finishes before teardown
   if (mesh_) cancel_work_in_flight();
+  default_stream_.store(nullptr);
+  default_segment_.store(nullptr);
   // Registrations go before the mesh that made them.
   for (auto& [tag, stream] : streams_) stream->release_scratch();
   streams_.clear();
@@ -192,11 +194,17 @@ void Context::cancel_work_in_flight() {
 }
 
 detail::Stream& Context::stream(uint16_t tag) {
+  if (tag == 0) {
+    if (detail::Stream* known = default_stream_.load(std::memory_order_acquire)) return *known;
+  }
   std::lock_guard<std::mutex> lock(streams_mutex_);
   auto found = streams_.find(tag);
   if (found != streams_.end()) return *found->second;
   if (closing_) throw ConnectionError(describe() + " is being destroyed");
-  return *streams_.emplace(tag, std::make_shared<detail::Stream>(*this, tag)).first->second;
+  detail::Stream& made =
+      *streams_.emplace(tag, std::make_shared<detail::Stream>(*this, tag)).first->second;
+  if (tag == 0) default_stream_.store(&made, std::memory_order_release);
+  return made;
 }
 
 Context::ScratchSpace Context::scratch(uint16_t tag, size_t bytes) {
@@ -212,6 +220,9 @@ bool Context::on_one_host() const {
 HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
                                    const std::string& group, const std::vector<int>& group_ranks) {
   const uint16_t tag = tags::stream_of(call.tag);
+  if (tag == 0) {
+    if (HostSegment* known = default_segment_.load(std::memory_order_acquire)) return known;
+  }
   {
     std::lock_guard<std::mutex> lock(segments_mutex_);
     auto found = segments_.find(tag);
@@ -236,6 +247,7 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
   std::lock_guard<std::mutex> lock(segments_mutex_);
   HostSegment* raw = segment.get();
   segments_[tag] = std::move(segment);
+  if (tag == 0 && raw != nullptr) default_segment_.store(raw, std::memory_order_release);
   // A failure that came while attaching must reach this segment's waiters as well.
   std::string failed = failure();
   if (raw != nullptr && !failed.empty()) {

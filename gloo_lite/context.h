@@ -209,6 +209,11 @@ class Context : public std::enable_shared_from_this<Context> {
   // Per stream; a null entry: the segment could not be created (the fallback is for good).
   std::mutex segments_mutex_;
   std::map<uint16_t, std::unique_ptr<HostSegment>> segments_;
+
+  // Tag 0's stream and segment once they exist (most calls use tag 0), read without the maps'
+  // mutexes: both maps only grow until the destructor clears them.
+  std::atomic<detail::Stream*> default_stream_{nullptr};
+  std::atomic<HostSegment*> default_segment_{nullptr};
 };
 
 }  // namespace gloo_lite

@@ -16,7 +16,10 @@
 namespace gloo_lite {
 namespace {
 
-constexpr uint64_t kMagic = 0x31686d736f6f6c67;  // "gloolshm1", little-endian
+// The segment format: "gloosmh" and a version byte, read as a little-endian word. Version 2
+// since the flag line carries the inline payloads: a rank of an older build refuses the
+// segment instead of misreading its small reductions.
+constexpr uint64_t kMagic = 0x32686d736f6f6c67;
 constexpr size_t kReasonBytes = 1984;
 // Fingerprints of a rank's last calls. A writer of pieces runs at most 2 * kPieces + 2 steps
 // ahead of the slowest reader (it may not rewrite a piece or a buffer before every rank has
@@ -216,8 +219,12 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
       try {
         memory = SharedMemory::open(what, handle);
         const Header& header = header_of(memory->data());
-        if (header.magic != kMagic || header.size != uint64_t(size) ||
-            header.chunk != chunk_bytes) {
+        if (header.magic != kMagic) {
+          throw Error(what +
+                      ": the segment's format is not this build's (rank 0 runs another "
+                      "gloo_lite version): run the same build on every rank");
+        }
+        if (header.size != uint64_t(size) || header.chunk != chunk_bytes) {
           throw Error(what + ": the segment's layout (" + std::to_string(header.size) +
                       " ranks, chunks of " + std::to_string(header.chunk) +
                       " bytes) differs from this rank's (" + std::to_string(size) + ", " +
@@ -400,7 +407,9 @@ void HostSegment::wait_all(uint64_t target) {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     wait_for(peer, target);
-    lowest = std::min(lowest, control(peer).line.flag.value.load(std::memory_order_relaxed));
+    // Acquire: a later wait_all that this count answers (everyone_reached_) reads data
+    // published with it, without a load of its own.
+    lowest = std::min(lowest, control(peer).line.flag.value.load(std::memory_order_acquire));
   }
   everyone_reached_ = std::min(lowest, seq_);
 }
@@ -434,9 +443,10 @@ void HostSegment::check_fingerprint(int peer) {
   // peer (the readers of a small broadcast wait for its root, the root for nobody), two groups
   // that each agree among themselves (two "roots") meet nowhere; the next call in which they wait
   // for each other finds it.
+  const uint64_t compared_before = compared_[peer];  // this loop updates it
   for (uint64_t back = 1; back <= 2 && back <= calls_; ++back) {
     const uint64_t index = calls_ - back;
-    if (back == 2 && compared_[peer] == index + 1) break;  // the call before compared it
+    if (back == 2 && compared_before == index + 1) break;  // the call before compared it
     const uint64_t mine = back == 1 ? call_->fingerprint : previous_fingerprint_;
     // This call's record on the flag line (the line this rank has just waited for), else in the
     // ring (the line holds only the latest call). Each was written before the flag this rank

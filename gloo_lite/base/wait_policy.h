@@ -105,8 +105,8 @@ class WaitPolicy {
   // Checks before the clock is first read (see wait()); a few pauses, far below kRestart even
   // where ready() is a poll() system call.
   static constexpr int kQuickChecks = 8;
-  // Checks between clock reads while polling: a few pauses (tens of nanoseconds each), far
-  // below any budget.
+  // Checks between clock reads while polling: a few pauses (tens of nanoseconds each) on a
+  // flag in shared memory, a few poll() calls (microseconds) on sockets; below any budget.
   static constexpr int kChecksPerClockRead = 8;
 
  private:
