@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/argument_checks.h"
@@ -113,17 +114,24 @@ void run_algorithm(Call& call, const algo::Algorithm& algorithm, const void* inp
   // In place, one region serves both roles and must span the larger (reduce_scatter's
   // input, scatter's full buffer at the root).
   size_t output_span = input == output ? std::max(input_bytes, output_bytes) : output_bytes;
-  std::unique_ptr<transport::Memory> output_memory =
-      mesh.register_memory(output, output == nullptr ? 0 : output_span);
-  std::unique_ptr<transport::Memory> input_memory;
-  if (input != output) {
-    input_memory =
-        mesh.register_memory(const_cast<void*>(input), input == nullptr ? 0 : input_bytes);
-  }
+  // A mesh that registers by pointer (TCP, shared memory) takes regions made here, on the
+  // stack: no allocation per call, which an 8-byte call would notice.
+  const bool by_pointer = mesh.registers_by_pointer();
+  std::optional<transport::Memory> output_plain, input_plain;
+  std::unique_ptr<transport::Memory> output_registered, input_registered;
+  auto region = [&](void* data, size_t bytes, std::optional<transport::Memory>& plain,
+                    std::unique_ptr<transport::Memory>& registered) -> transport::Memory* {
+    if (data == nullptr) bytes = 0;
+    if (by_pointer) return &plain.emplace(data, bytes, transport::MemoryKind::kHost);
+    registered = mesh.register_memory(data, bytes);
+    return registered.get();
+  };
+  call.output_memory = region(output, output_span, output_plain, output_registered);
+  call.input_memory = input == output ? call.output_memory
+                                      : region(const_cast<void*>(input), input_bytes, input_plain,
+                                               input_registered);
   call.input = static_cast<const uint8_t*>(input);
   call.output = static_cast<uint8_t*>(output);
-  call.output_memory = output_memory.get();
-  call.input_memory = input == output ? output_memory.get() : input_memory.get();
   LOG_TRACE("coll", algo::collective_name(call.collective)
                         << " with " << algorithm.name << ", " << call.total_bytes() << " bytes");
   call.fingerprint = call_fingerprint(call, algorithm);

@@ -101,6 +101,7 @@ class ShmMesh : public transport::MatchingMesh {
   // mapped ours.
   void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                const Deadline& deadline) override;
+  bool registers_by_pointer() const override { return true; }
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
   bool wait_until(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,

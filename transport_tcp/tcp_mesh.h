@@ -100,6 +100,7 @@ class TcpMesh : public transport::MatchingMesh {
   void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                const Deadline& deadline) override;
   // Free: sockets read and write user memory as it is.
+  bool registers_by_pointer() const override { return true; }
   std::unique_ptr<transport::Memory> register_memory(void* data, size_t bytes,
                                                      transport::MemoryKind kind) override;
   // The waiting thread reads its pairs' sockets itself (drive()), sleeping in poll().

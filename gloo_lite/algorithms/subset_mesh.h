@@ -31,6 +31,7 @@ class SubsetMesh : public transport::Mesh {
                                                      transport::MemoryKind kind) override {
     return parent_.register_memory(data, bytes, kind);
   }
+  bool registers_by_pointer() const override { return parent_.registers_by_pointer(); }
   transport::RequestPtr send(int peer, uint64_t tag, const transport::Memory& memory, size_t offset,
                              size_t bytes, uint64_t fingerprint) override {
     return parent_.send(ranks_.at(peer), tag, memory, offset, bytes, fingerprint);

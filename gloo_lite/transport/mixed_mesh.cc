@@ -301,6 +301,8 @@ std::unique_ptr<Memory> MixedMesh::register_memory(void* data, size_t bytes, Mem
   return memory;
 }
 
+bool MixedMesh::registers_by_pointer() const { return single_ && single_->registers_by_pointer(); }
+
 bool MixedMesh::can_register(MemoryKind kind) const {
   if (single_) return single_->can_register(kind);
   for (const auto& sub : subs_) {

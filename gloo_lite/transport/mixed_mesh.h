@@ -89,6 +89,7 @@ class MixedMesh : public Mesh {
   void connect(const std::vector<std::string>& addresses, uint64_t context_id,
                const Deadline& deadline) override;
   std::unique_ptr<Memory> register_memory(void* data, size_t bytes, MemoryKind kind) override;
+  bool registers_by_pointer() const override;
   // Only if every sub-mesh can: a call's memory may travel on any of them.
   bool can_register(MemoryKind kind) const override;
   RequestPtr send(int peer, uint64_t tag, const Memory& memory, size_t offset, size_t bytes,

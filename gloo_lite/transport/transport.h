@@ -111,6 +111,12 @@ class Mesh {
   // GPUDirect path, cuda/gpudirect.h). Host memory always; device memory only where the
   // transport reaches it directly (ibverbs with the peer-memory module).
   virtual bool can_register(MemoryKind kind) const { return kind == MemoryKind::kHost; }
+  // Whether a plain Memory{data, bytes, kHost} that the caller made serves as this mesh's
+  // registration of that host memory (TCP, shared memory: a registration is the pointer and
+  // length), so that a caller registering buffers per call may skip register_memory's heap
+  // allocation. False where registering pins memory (ibverbs) or wraps one registration per
+  // transport (a mixed mesh with several).
+  virtual bool registers_by_pointer() const { return false; }
 
   // Sends `bytes` from `memory` at `offset` to `peer` under `tag`, as part of the call
   // `fingerprint` (kUnchecked: none).
