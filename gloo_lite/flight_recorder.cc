@@ -57,13 +57,15 @@ uint64_t FlightRecorder::start(uint64_t sequence, uint16_t tag, const Call& call
 }
 
 void FlightRecorder::finish(uint64_t id, State state, const std::string& error) {
+  if (slots_.empty()) return;
+  const Clock::time_point end = Clock::now();  // outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
   // A slot reused by later calls (more than `capacity` calls ran meanwhile) is not ours.
-  if (slots_.empty() || next_id_ - id > slots_.size()) return;
+  if (next_id_ - id > slots_.size()) return;
   Entry& entry = slots_[id % slots_.size()];
   entry.state = state;
-  entry.end = Clock::now();
-  entry.error.assign(error, 0, error.find('\n'));
+  entry.end = end;
+  if (!error.empty()) entry.error.assign(error, 0, error.find('\n'));  // start() cleared it
 }
 
 std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {
