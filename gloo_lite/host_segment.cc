@@ -330,13 +330,13 @@ void HostSegment::begin(const algo::Call& call) {
   }
   current_fingerprint_ = call.fingerprint;
   current_tag_ = call.tag;
-  // The index first, the fingerprint released after it: a reader that acquires the fingerprint
-  // and then finds the index it expects has that call's fingerprint (check_fingerprint).
-  record.index.store(calls_, std::memory_order_relaxed);
-  record.fingerprint.store(call.fingerprint, std::memory_order_release);
-  CallRecord& latest = control(rank_).line.latest;
-  latest.index.store(calls_, std::memory_order_relaxed);
-  latest.fingerprint.store(call.fingerprint, std::memory_order_release);
+  // The ring's record and its copy on the flag line, each the index first, the fingerprint
+  // released after it: a reader that acquires the fingerprint and then finds the index it
+  // expects has that call's fingerprint (check_fingerprint).
+  for (CallRecord* written : {&record, &control(rank_).line.latest}) {
+    written->index.store(calls_, std::memory_order_relaxed);
+    written->fingerprint.store(call.fingerprint, std::memory_order_release);
+  }
   ++calls_;  // published with this rank's next flag (a release store)
 }
 
