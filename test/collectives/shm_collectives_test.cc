@@ -404,10 +404,11 @@ TEST(Shm, StoppedRankTimesOutNamingIt) {
         options.algorithm = "shm";
         options.timeout = 1s;
         std::vector<int32_t> data(100, 1);
+        // Before the first call: rank 0 must never kill(0, ...) (its whole process group).
+        if (context.rank() == kVictim) victim_pid->store(getpid());
         allreduce(context, data.data(), data.data(), data.size(), DataType::kInt32, ReduceOp::kSum,
                   options);
         if (context.rank() == kVictim) {
-          victim_pid->store(getpid());
           raise(SIGSTOP);  // killed by rank 0 below
           _exit(3);
         }
@@ -427,7 +428,7 @@ TEST(Shm, StoppedRankTimesOutNamingIt) {
               << e.what();
         }
         EXPECT_LT(elapsed_ms(start), 1000 + 2000 + 1000) << "rank " << context.rank();
-        if (context.rank() == 0) kill(victim_pid->load(), SIGKILL);
+        if (context.rank() == 0 && victim_pid->load() > 0) kill(victim_pid->load(), SIGKILL);
       },
       60s);
   for (const auto& result : results) {

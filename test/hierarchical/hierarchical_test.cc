@@ -288,15 +288,17 @@ TEST(Hierarchical, MismatchInASegmentNamesContextRanks) {
     options.timeout = std::chrono::milliseconds(20000);
     std::vector<float> data(1001, 1.0f);
     const ReduceOp op = context.rank() == 5 ? ReduceOp::kMax : ReduceOp::kSum;
-    // The other hosts start later, so that host c's segment finds it: a lane peer's message
-    // that reached rank 5 before its call began would show it to rank 5 on the mesh instead.
-    if (context.rank() != 4 && context.rank() != 5) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    // The other hosts start once host c's segment has found it (through the store, not the
+    // mesh): a lane peer's message that reached rank 5 before its call began would show it to
+    // rank 5 on the mesh instead. (A 200 ms sleep here was too short for a slow rank 4 or 5.)
+    const bool host_c = context.rank() == 4 || context.rank() == 5;
+    if (!host_c) context.store()->get("test/host-c-found-it", Deadline::after(seconds(20)));
     try {
       allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32, op, options);
       ADD_FAILURE() << "rank " << context.rank() << ": allreduce succeeded";
+      if (host_c) context.store()->set("test/host-c-found-it", to_bytes("no"));
     } catch (const Error& e) {
+      if (host_c) context.store()->set("test/host-c-found-it", to_bytes("yes"));
       std::string text = e.what();
       EXPECT_NE(dynamic_cast<const MismatchError*>(&e), nullptr)
           << "rank " << context.rank() << ": " << text;

@@ -205,8 +205,10 @@ TEST(LauncherRun, StoppingARankStopsWhatItStarted) {
   // (and the pipe it holds) behind; the launcher signals the rank's process group.
   CommandResult result = run_command(
       launch({"-n", "2", "--", "/bin/sh", "-c",
-              "if [ \"$GLOO_LITE_RANK\" = 1 ]; then sleep 0.2; exit 3; fi; sleep 30 & echo $! > " +
-                  dir.path() + "/child; wait"}),
+              // Rank 1 exits once rank 0 has started its child (a fixed 0.2 s raced a slow rank 0).
+              "if [ \"$GLOO_LITE_RANK\" = 1 ]; then until [ -s " + dir.path() +
+                  "/child ]; do sleep 0.02; done; exit 3; fi; sleep 30 & echo $! > " + dir.path() +
+                  "/child; wait"}),
       kBound);
   EXPECT_EQ(result.exit_code, 3) << result.describe();
   EXPECT_LT(result.elapsed, seconds(10)) << result.describe();

@@ -27,11 +27,26 @@ def test_a_dead_rank_raises_connection_error_on_the_others(spawn, call, death):
         print(f"{call}, {death}: rank {rank} raised ConnectionError after {seconds:.2f} s")
 
 
+def wait_until_asleep(pid, timeout=20.0):
+    """Returns once the process's main thread sleeps (state S in /proc/PID/stat): after it said
+    "blocking", that is the call's wait. A fixed sleep here raced a slow rank: a SIGINT before the
+    call is Python's own KeyboardInterrupt, which fails no context."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        if state == "S":
+            time.sleep(0.1)  # past the brief polling before the sleep, on a slow machine too
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never slept in its call within {timeout} s")
+
+
 @pytest.mark.parametrize("mode", ["recv", "allreduce", "work_wait"])
 def test_sigint_interrupts_a_blocking_call_within_a_second(spawn, mode):
     ranks = spawn(worker("interrupted.py"), 2, args=[mode])
     ranks.read_until(0, "blocking", timeout=60)
-    time.sleep(0.5)  # inside the call
+    wait_until_asleep(ranks.processes[0].pid)  # inside the call, not before it
     sent = time.time()
     os.kill(ranks.processes[0].pid, signal.SIGINT)
     line = ranks.read_until(0, "KeyboardInterrupt at", timeout=10)

@@ -492,6 +492,8 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                   }
                   EXPECT_THROW(mesh.wait({stream}, Deadline::after(std::chrono::milliseconds(200))),
                                TimeoutError);
+                  // Through the store, which does not touch the mesh: rank 1 may read on now.
+                  context.store()->set("test/cancelled", to_bytes("1"));
                   mesh.wait(sends, context.deadline());
                   return;
                 }
@@ -501,7 +503,8 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                 auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
                 // Clears it, then stops reading: the sender's ring fills.
                 EXPECT_FALSE(receive->test());
-                usleep(1500000);
+                // Until rank 0 has cancelled (a sleep here raced a slow rank 0).
+                context.store()->get("test/cancelled", context.deadline());
                 try {
                   mesh.wait({receive}, context.deadline());
                   ADD_FAILURE() << "a receive whose sender cancelled mid-stream completed";
@@ -542,12 +545,14 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
                        TimeoutError);
           auto rewritten = make_pattern(0, 1, kLarge, 2);  // the caller owns its buffer again
           std::copy(rewritten.begin(), rewritten.end(), large.begin());
+          context.store()->set("test/rewritten", to_bytes("1"));  // not through the mesh
           mesh.wait({first, second}, context.deadline());
           int done = 0;
           context.recv(1, &done, sizeof(done), 9);
           return;
         }
-        usleep(500000);  // rank 0 has cancelled and rewritten its buffer by now
+        // Until rank 0 has cancelled and rewritten its buffer (a sleep here raced a slow rank 0).
+        context.store()->get("test/rewritten", context.deadline());
         std::vector<uint8_t> in(kLarge);
         auto in_memory = mesh.register_memory(in.data(), kLarge);
         auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
@@ -936,9 +941,11 @@ TEST(ShmFiles, NothingIsNamedInDevShmWhateverTheExit) {
     if (context.rank() == 3) raise(SIGKILL);
   });
   EXPECT_TRUE(results[3].signaled);
+  // Ours only: a test running beside this one (ctest -j2: Python, torch) may make its own.
   auto after = dev_shm_entries();
   for (const auto& name : after) {
-    EXPECT_TRUE(before.count(name)) << "/dev/shm/" << name << " appeared";
+    EXPECT_TRUE(before.count(name) || name.find("gloo_lite") == std::string::npos)
+        << "/dev/shm/" << name << " appeared";
   }
 }
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "gloo_lite/base/error.h"
 #include "test/transport/harness.h"
@@ -95,14 +94,16 @@ TEST(Faults, DeadlineNamesTheLatePeer) {
 TEST(Faults, TimedOutReceiveNoLongerTouchesItsBuffer) {
   expect_all_ok(run_context_processes(2, [](Context& context) {
     std::vector<uint8_t> data = make_pattern(0, 1, 5000, 1);
+    int token = 0;
     if (context.rank() == 0) {
-      sleep(1);
+      context.recv(1, &token, sizeof(token), 7);  // rank 1's receive has timed out by then
       context.send(1, data.data(), data.size(), 6);
       return;
     }
     std::vector<uint8_t> first(5000, 0xAB);
     EXPECT_THROW(context.recv(0, first.data(), first.size(), 6, std::chrono::milliseconds(200)),
                  TimeoutError);
+    context.send(0, &token, sizeof(token), 7);
     // The message arrives later; it waits for the next receive instead of the cancelled one.
     std::vector<uint8_t> second(5000);
     context.recv(0, second.data(), second.size(), 6);
@@ -141,19 +142,16 @@ TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
     int pid = 0;
     context.recv(0, &pid, sizeof(pid), 1);
     while (!process_is_stopped(pid)) usleep(1000);  // its ready-to-send is on the way by then
-    std::thread resume([pid] {
-      usleep(1000000);
-      kill(pid, SIGCONT);
-    });
     std::vector<uint8_t> buffer(kBytes, 0xAB);
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
     auto request = mesh.recv(0, 2, *memory, 0, kBytes);
     EXPECT_THROW(mesh.wait({request}, Deadline::after(std::chrono::milliseconds(500))),
                  TimeoutError);
     std::vector<uint8_t> at_cancel = buffer;
+    // Only now (a timer thread here could resume it before a slow wait had timed out).
+    kill(pid, SIGCONT);
     int token = 0;
     context.recv(0, &token, sizeof(token), 3);
-    resume.join();
     EXPECT_EQ(token, 7);
     EXPECT_TRUE(buffer == at_cancel) << "the buffer was written after its receive was cancelled";
   }));
