@@ -174,6 +174,7 @@ void IbMesh::check_lifelines() {
       // else a receive that has its data would fail with the goodbye.
       poll_cq();
       if (!peer->open) continue;
+      take_in_held_past_bound(*peer);
       fail_pair(*peer, ErrorKind::kConnection,
                 describe_peer(peer->rank) + " has closed this context (clean shutdown)");
     } catch (const MismatchError& e) {

@@ -174,9 +174,14 @@ class IbMesh : public transport::MatchingMesh {
   bool poll_cq();  // true when something completed
   void on_completion(const ibv_wc& wc);
   void on_receive(Peer& peer, int slot, const ibv_wc& wc);
-  bool handle_message(Peer& peer, int slot);  // false: hold it (unexpected queue full)
+  // false: hold it (unexpected queue full); `past_bound` queues an eager message regardless.
+  bool handle_message(Peer& peer, int slot, bool past_bound = false);
   // Takes in the messages held back in their receive buffers, oldest first.
   void resume_held_messages() override;
+  // A peer said goodbye: what it sent before is ours to deliver, so the messages held back
+  // for it go to the unexpected queue past its bound (by at most the pair's receive buffers)
+  // instead of being dropped with the pair.
+  void take_in_held_past_bound(Peer& peer);
   void repost(Peer& peer, int slot, bool data);
   // A header (or write) that breaks the protocol: the mesh fails (every pair) naming `what`.
   void protocol_error(Peer& peer, const std::string& what);

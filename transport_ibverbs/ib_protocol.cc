@@ -161,7 +161,7 @@ void IbMesh::on_receive(Peer& peer, int slot, const ibv_wc& wc) {
   if (!peer.failure.failed()) repost(peer, slot, true);
 }
 
-bool IbMesh::handle_message(Peer& peer, int slot) {
+bool IbMesh::handle_message(Peer& peer, int slot, bool past_bound) {
   wire::Header h;
   const uint8_t* buffer = recv_slot(peer.rank, slot);
   // Checked in on_receive already (a held message waits in our own buffer, unchanged).
@@ -183,7 +183,7 @@ bool IbMesh::handle_message(Peer& peer, int slot) {
         complete(op);
         return true;
       }
-      if (!unexpected_has_room(h.b)) return false;
+      if (!past_bound && !unexpected_has_room(h.b)) return false;
       auto message = new_unexpected(peer.rank, h.b, h.fingerprint);
       if (h.b > 0) std::memcpy(message->payload.data(), buffer + wire::kHeaderBytes, h.b);
       queue_unexpected(h.a, std::move(message));
@@ -312,6 +312,14 @@ void IbMesh::resume_held_messages() {
     }
     post_pending(*peer);
     return_credits(*peer);
+  }
+}
+
+void IbMesh::take_in_held_past_bound(Peer& peer) {
+  while (!peer.held.empty() && !peer.failure.failed()) {
+    int slot = peer.held.front();
+    peer.held.pop_front();
+    handle_message(peer, slot, /*past_bound=*/true);  // not reposted: the pair is closing
   }
 }
 

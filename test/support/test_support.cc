@@ -132,12 +132,24 @@ void expect_receive_fails_promptly(Context& context, int peer, const std::string
       << "rank " << context.rank() << " failed too slowly";
 }
 
-bool process_is_stopped(int pid) {
+namespace {
+
+// The state letter of /proc/<pid>/stat, or 0 when there is no such process.
+char process_state(int pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);
   size_t name_end = line.rfind(')');  // the name may hold spaces and parentheses
-  return name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'T';
+  return name_end != std::string::npos && name_end + 2 < line.size() ? line[name_end + 2] : 0;
+}
+
+}  // namespace
+
+bool process_is_stopped(int pid) { return process_state(pid) == 'T'; }
+
+bool process_has_exited(int pid) {
+  char state = process_state(pid);
+  return state == 0 || state == 'Z' || state == 'X';
 }
 
 void run_threads(int ranks, const std::function<void(int rank)>& body) {

@@ -54,6 +54,8 @@ void expect_receive_fails_promptly(Context& context, int peer, const std::string
 
 // Whether process `pid` is stopped (SIGSTOP: state T in /proc/<pid>/stat).
 bool process_is_stopped(int pid);
+// Whether process `pid` has exited (a zombie not yet reaped, or gone).
+bool process_has_exited(int pid);
 
 // Runs body(rank) on `ranks` threads; an exception escaping a thread becomes a test failure
 // naming the rank.

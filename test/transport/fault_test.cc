@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "gloo_lite/base/error.h"
 #include "test/transport/harness.h"
@@ -145,13 +146,18 @@ TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
     std::vector<uint8_t> buffer(kBytes, 0xAB);
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
     auto request = mesh.recv(0, 2, *memory, 0, kBytes);
-    EXPECT_THROW(mesh.wait({request}, Deadline::after(std::chrono::milliseconds(500))),
-                 TimeoutError);
+    const Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
+    // Resumed while the wait below is past its deadline and cancelling (on ibverbs that cancel
+    // needs the sender's answer, since it holds our buffer's key), never before the deadline.
+    std::thread resume([pid, at = deadline.time_point()] {
+      std::this_thread::sleep_until(at + std::chrono::milliseconds(500));
+      kill(pid, SIGCONT);
+    });
+    EXPECT_THROW(mesh.wait({request}, deadline), TimeoutError);
     std::vector<uint8_t> at_cancel = buffer;
-    // Only now (a timer thread here could resume it before a slow wait had timed out).
-    kill(pid, SIGCONT);
     int token = 0;
     context.recv(0, &token, sizeof(token), 3);
+    resume.join();
     EXPECT_EQ(token, 7);
     EXPECT_TRUE(buffer == at_cancel) << "the buffer was written after its receive was cancelled";
   }));

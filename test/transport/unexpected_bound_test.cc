@@ -2,6 +2,7 @@
 // not only payload bytes: every entry is charged its payload plus kUnexpectedEntryBytes
 // (gloo_lite/transport/matching.h), so many tiny messages fill it at the count that charge gives.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -100,6 +101,61 @@ void run(size_t sent) {
 TEST(UnexpectedBound, TinyMessagesFitAtTheCountTheEntryChargeGives) { run(kFit); }
 
 TEST(UnexpectedBound, OneMoreTinyMessageIsHeldBackAndTheTimeoutNamesTheKnob) { run(kFit + 1); }
+
+// Rank 0 sends three times as many small messages as rank 1's queue holds (the rest wait in the
+// transport: a socket, a ring, receive buffers), waits for its sends and closes its context.
+// Nothing that was sent is lost with the goodbye: once rank 0 has exited, rank 1 receives every
+// message, in order, and only a receive beyond them fails, naming rank 0's clean shutdown.
+// (ibverbs once dropped the messages held in its receive buffers when the goodbye came.)
+TEST(UnexpectedBound, AClosedPeersLastMessagesAreAllDelivered) {
+  constexpr size_t kQueued = 8;          // entries the bound holds
+  constexpr size_t kSent = 3 * kQueued;  // within ibverbs' 32 credited receive buffers
+  constexpr uint64_t kPidTag = kGoTag + 3;
+  constexpr uint64_t kAfterTag = kGoTag + 4;
+  ContextOptions options;
+  options.mesh.unexpected_bytes = kQueued * kCharge;
+  options.timeout = std::chrono::seconds(30);
+  expect_all_ok(run_context_processes(
+      2,
+      [&](Context& context) {
+        auto& mesh = context.mesh();
+        std::vector<uint64_t> values(kSent + 1, 0);
+        auto memory = mesh.register_memory(values.data(), values.size() * sizeof(uint64_t));
+        const size_t pid_at = kSent * sizeof(uint64_t);
+        if (context.rank() == 0) {
+          values[kSent] = static_cast<uint64_t>(getpid());
+          mesh.wait({mesh.send(1, kPidTag, *memory, pid_at, sizeof(uint64_t))}, context.deadline());
+          std::vector<transport::RequestPtr> sends;
+          for (size_t i = 0; i < kSent; ++i) {
+            values[i] = value_of(i);
+            sends.push_back(mesh.send(1, 1 + i, *memory, i * sizeof(uint64_t), kPayload));
+          }
+          mesh.wait(sends, context.deadline());
+          return;  // the harness closes the context: the goodbye follows the messages
+        }
+        mesh.wait({mesh.recv(0, kPidTag, *memory, pid_at, sizeof(uint64_t))}, context.deadline());
+        const int pid = static_cast<int>(values[kSent]);
+        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!process_has_exited(pid) && std::chrono::steady_clock::now() < give_up) {
+          usleep(10000);
+        }
+        ASSERT_TRUE(process_has_exited(pid)) << "rank 0 did not exit";
+        usleep(500000);  // whatever notices the goodbye has run (ibverbs: every 50 ms)
+        std::vector<transport::RequestPtr> receives;
+        for (size_t i = 0; i < kSent; ++i) {
+          receives.push_back(mesh.recv(0, 1 + i, *memory, i * sizeof(uint64_t), kPayload));
+        }
+        mesh.wait(receives, context.deadline());
+        for (size_t i = 0; i < kSent; ++i) ASSERT_EQ(values[i], value_of(i)) << "message " << i;
+        try {
+          mesh.wait({mesh.recv(0, kAfterTag, *memory, 0, kPayload)}, context.deadline());
+          ADD_FAILURE() << "a receive from a closed peer completed";
+        } catch (const ConnectionError& e) {
+          EXPECT_NE(std::string(e.what()).find("clean shutdown"), std::string::npos) << e.what();
+        }
+      },
+      std::chrono::seconds(60), options));
+}
 
 }  // namespace
 }  // namespace gloo_lite::test
