@@ -47,10 +47,6 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
                           const std::vector<std::string>& env = {},
                           const std::string& stdin_text = "");
 
-// Whether `pid` is gone (or a zombie nobody reaps, as under a minimal init).
-bool process_gone(pid_t pid);
-// Waits (bounded) until `pid` is gone.
-bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout);
 // Waits (bounded) until `path` exists.
 bool wait_file(const std::string& path, std::chrono::milliseconds timeout);
 std::string read_file(const std::string& path);

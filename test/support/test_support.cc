@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -147,9 +148,19 @@ char process_state(int pid) {
 
 bool process_is_stopped(int pid) { return process_state(pid) == 'T'; }
 
-bool process_has_exited(int pid) {
+bool process_gone(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
   char state = process_state(pid);
-  return state == 0 || state == 'Z' || state == 'X';
+  return state == 0 || state == 'Z';
+}
+
+bool wait_process_gone(int pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void run_threads(int ranks, const std::function<void(int rank)>& body) {

@@ -54,8 +54,10 @@ void expect_receive_fails_promptly(Context& context, int peer, const std::string
 
 // Whether process `pid` is stopped (SIGSTOP: state T in /proc/<pid>/stat).
 bool process_is_stopped(int pid);
-// Whether process `pid` has exited (a zombie not yet reaped, or gone).
-bool process_has_exited(int pid);
+// Whether process `pid` is gone (or a zombie nobody reaps, as under a minimal init).
+bool process_gone(int pid);
+// Waits (bounded) until `pid` is gone.
+bool wait_process_gone(int pid, std::chrono::milliseconds timeout);
 
 // Runs body(rank) on `ranks` threads; an exception escaping a thread becomes a test failure
 // naming the rank.

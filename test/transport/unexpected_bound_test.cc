@@ -135,11 +135,7 @@ TEST(UnexpectedBound, AClosedPeersLastMessagesAreAllDelivered) {
         }
         mesh.wait({mesh.recv(0, kPidTag, *memory, pid_at, sizeof(uint64_t))}, context.deadline());
         const int pid = static_cast<int>(values[kSent]);
-        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!process_has_exited(pid) && std::chrono::steady_clock::now() < give_up) {
-          usleep(10000);
-        }
-        ASSERT_TRUE(process_has_exited(pid)) << "rank 0 did not exit";
+        ASSERT_TRUE(wait_process_gone(pid, std::chrono::seconds(20))) << "rank 0 did not exit";
         usleep(500000);  // whatever notices the goodbye has run (ibverbs: every 50 ms)
         std::vector<transport::RequestPtr> receives;
         for (size_t i = 0; i < kSent; ++i) {
