@@ -136,8 +136,8 @@ Work Communicator::allreduce(const void* input, void* output, size_t count, Data
   const size_t bytes = checked_bytes(name, count, e, "the buffer");
   check_pointer(name, input, bytes, "input");
   check_pointer(name, output, bytes, "output");
-  check_overlap(name, input, bytes, "input", output, bytes, "output");
   Context& context = engine_->context;
+  check_overlap(name, context.rank(), input, bytes, output, bytes);
   const bool on_device = reduces_on_device(type, op, count);
   auto body = [=, &context](Lanes& lanes) {
     const int ranks = context.size();
@@ -214,7 +214,7 @@ Work Communicator::reduce(const void* input, void* output, size_t count, DataTyp
   check_pointer(name, input, bytes, "input");
   if (is_root) {
     check_pointer(name, output, bytes, "output");
-    check_overlap(name, input, bytes, "input", output, bytes, "output");
+    check_overlap(name, context.rank(), input, bytes, output, bytes);
   }
   const bool on_device = reduces_on_device(type, op, count);
   auto body = [=, &context](Lanes& lanes) {
@@ -260,7 +260,9 @@ Work Communicator::allgather(const void* input, void* output, size_t count, Data
   check_pointer(name, input, bytes, "input");
   check_pointer(name, output, total, "output");
   const size_t own = static_cast<size_t>(context.rank()) * bytes;
-  if (input != at(output, own)) check_overlap(name, input, bytes, "input", output, total, "output");
+  check_overlap(
+      name, context.rank(), input, bytes, output, total,
+      {true, static_cast<ptrdiff_t>(own), "the input at this rank's block of the output"});
   const bool direct = engine_->agreement.gpudirect;
   auto body = [=, &context](Lanes& lanes) {
     if (direct) return gpudirect_allgather(lanes, context, input, output, bytes, options.tag);
@@ -294,7 +296,7 @@ Work Communicator::reduce_scatter(const void* input, void* output, size_t recv_c
   const size_t total = checked_blocks(name, recv_count, ranks, e, "the input");
   check_pointer(name, input, total, "input");
   check_pointer(name, output, bytes, "output");
-  check_overlap(name, input, total, "input", output, bytes, "output");
+  check_overlap(name, context.rank(), input, total, output, bytes);
   auto body = [=, &context](Lanes& lanes) {
     const Chunking c = chunking(lanes, recv_count, e, ranks + 1);
     const size_t result_at = ranks * c.per_chunk * e;
@@ -325,7 +327,7 @@ Work Communicator::alltoall(const void* input, void* output, size_t count, DataT
   const size_t total = checked_blocks(name, count, ranks, e, "the buffers");
   check_pointer(name, input, total, "input");
   check_pointer(name, output, total, "output");
-  check_overlap(name, input, total, "input", output, total, "output");
+  check_overlap(name, context.rank(), input, total, output, total);
   auto body = [=, &context](Lanes& lanes) {
     const Chunking c = chunking(lanes, count, e, 2 * ranks);
     const size_t received_at = ranks * c.per_chunk * e;

@@ -272,7 +272,7 @@ Work MultiDeviceCommunicator::allreduce(const std::vector<const void*>& inputs,
   s.check_pointers(name, outputs, bytes, "outputs");
   s.check_streams(name, streams);
   for (size_t d = 0; d < inputs.size(); ++d) {
-    check_overlap(name, inputs[d], bytes, "input", outputs[d], bytes, "output");
+    check_overlap(name, s.context.rank(), inputs[d], bytes, outputs[d], bytes);
   }
   // kAvg: sums everywhere, one division by every contributor at the end.
   const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
@@ -338,7 +338,7 @@ Work MultiDeviceCommunicator::reduce(const std::vector<const void*>& inputs,
   s.check_pointers(name, outputs, is_root ? bytes : 0, "outputs", root_device);
   if (is_root) {
     const auto d = static_cast<size_t>(root_device);
-    check_overlap(name, inputs[d], bytes, "input", outputs[d], bytes, "output");
+    check_overlap(name, s.context.rank(), inputs[d], bytes, outputs[d], bytes);
   }
   const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
   const int contributors = s.context.size() * devices();
@@ -390,9 +390,9 @@ Work MultiDeviceCommunicator::allgather(const std::vector<const void*>& inputs,
   s.check_streams(name, streams);
   const size_t first_block = static_cast<size_t>(s.context.rank()) * local;
   for (size_t d = 0; d < local; ++d) {
-    const std::byte* own = at(outputs[d], (first_block + d) * bytes);
-    if (inputs[d] != own)
-      check_overlap(name, inputs[d], bytes, "input", outputs[d], total, "output");
+    const auto own = static_cast<ptrdiff_t>((first_block + d) * bytes);
+    check_overlap(name, s.context.rank(), inputs[d], bytes, outputs[d], total,
+                  {true, own, "the input at its device's block of the output"});
   }
 
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -429,7 +429,7 @@ Work MultiDeviceCommunicator::reduce_scatter(const std::vector<const void*>& inp
   s.check_pointers(name, outputs, bytes, "outputs");
   s.check_streams(name, streams);
   for (size_t d = 0; d < local; ++d) {
-    check_overlap(name, inputs[d], total, "input", outputs[d], bytes, "output");
+    check_overlap(name, s.context.rank(), inputs[d], total, outputs[d], bytes);
   }
   const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
   const auto contributors = static_cast<int>(everyone);
@@ -475,7 +475,7 @@ Work MultiDeviceCommunicator::alltoall(const std::vector<const void*>& inputs,
   s.check_pointers(name, outputs, total, "outputs");
   s.check_streams(name, streams);
   for (size_t d = 0; d < local; ++d) {
-    check_overlap(name, inputs[d], total, "input", outputs[d], total, "output");
+    check_overlap(name, s.context.rank(), inputs[d], total, outputs[d], total);
   }
 
   std::lock_guard<std::mutex> lock(s.mutex);

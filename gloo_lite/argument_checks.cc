@@ -53,26 +53,41 @@ void check_op(const char* collective, int rank, DataType type, ReduceOp op) {
   }
 }
 
-void check_overlap(const char* collective, const void* a, size_t a_bytes, const char* a_name,
-                   const void* b, size_t b_bytes, const char* b_name) {
-  auto start_a = reinterpret_cast<uintptr_t>(a);
-  auto start_b = reinterpret_cast<uintptr_t>(b);
+namespace {
+
+// "+16" or "-16": where `a` starts relative to `b`, in bytes.
+std::string relative(uintptr_t a, uintptr_t b) {
+  return a >= b ? "+" + std::to_string(a - b) : "-" + std::to_string(b - a);
+}
+
+}  // namespace
+
+void check_overlap(const char* collective, int rank, const void* input, size_t input_bytes,
+                   const void* output, size_t output_bytes, const InPlaceForm& in_place) {
+  const auto in = reinterpret_cast<uintptr_t>(input);
+  const auto out = reinterpret_cast<uintptr_t>(output);
   for (auto [start, bytes, name] :
-       {std::make_tuple(start_a, a_bytes, a_name), std::make_tuple(start_b, b_bytes, b_name)}) {
+       {std::make_tuple(in, input_bytes, "input"), std::make_tuple(out, output_bytes, "output")}) {
     if (start != 0 && bytes > std::numeric_limits<uintptr_t>::max() - start) {
-      throw InvalidArgument(std::string(collective) + ": the " + name + " (" +
-                            std::to_string(bytes) + " bytes) wraps past the end of memory");
+      throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) +
+                            ": the " + name + " (" + std::to_string(bytes) +
+                            " bytes) wraps past the end of memory");
     }
   }
-  if (a == nullptr || b == nullptr || a_bytes == 0 || b_bytes == 0 || a == b) return;
-  if (start_a < start_b + b_bytes && start_b < start_a + a_bytes) {
-    throw InvalidArgument(std::string(collective) + ": the " + a_name + " and the " + b_name +
-                          " overlap without being the same buffer (" + a_name + " at +0.." +
-                          std::to_string(a_bytes) + ", " + b_name + " at " +
-                          (start_b >= start_a ? "+" + std::to_string(start_b - start_a)
-                                              : "-" + std::to_string(start_a - start_b)) +
-                          "); pass the same pointer for in place, or disjoint buffers");
+  if (in == 0 || out == 0 || input_bytes == 0 || output_bytes == 0) return;
+  if (in >= out + output_bytes || out >= in + input_bytes) return;  // disjoint
+  // Unsigned wrap-around makes out + offset right for negative offsets too.
+  if (in_place.exists && in == out + static_cast<uintptr_t>(in_place.offset)) return;
+  std::string remedy = in_place.what;
+  if (in_place.exists) {
+    remedy = "in place is " + remedy + " (the input at output" +
+             relative(out + static_cast<uintptr_t>(in_place.offset), out) +
+             " bytes): pass that, or disjoint buffers";
   }
+  throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) +
+                        ": the input (" + std::to_string(input_bytes) + " bytes at output" +
+                        relative(in, out) + ") overlaps the output (" +
+                        std::to_string(output_bytes) + " bytes); " + remedy);
 }
 
 }  // namespace gloo_lite

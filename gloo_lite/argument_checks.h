@@ -28,10 +28,22 @@ size_t checked_total(const char* collective, const std::vector<size_t>& counts,
 // type. `type` must be valid (checked before, by element_size).
 void check_op(const char* collective, int rank, DataType type, ReduceOp op);
 
-// Throws InvalidArgument when the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap
-// without starting at the same address (the one aliasing the API defines: in place), or when
-// a range wraps past the end of the address space.
-void check_overlap(const char* collective, const void* a, size_t a_bytes, const char* a_name,
-                   const void* b, size_t b_bytes, const char* b_name);
+// A collective's one in-place form (collectives.h): the input starting `offset` bytes after
+// the output's start (negative: the output inside the input, as scatter's at the root), and its
+// wording for messages. `exists` is false where the collective has none (alltoall): `what` then
+// says what to pass.
+struct InPlaceForm {
+  bool exists = true;
+  ptrdiff_t offset = 0;
+  const char* what = "the same pointer as input and output";
+};
+
+// Throws InvalidArgument when the input [input, + input_bytes) and the output overlap in any
+// way but exactly `in_place` (input == output is in place only where the form's offset is 0:
+// allgather's input at output + rank * count elements is, input == output on rank 1 is not), or
+// when a range wraps past the end of the address space. The message names the collective, the
+// rank and the in-place form to pass instead.
+void check_overlap(const char* collective, int rank, const void* input, size_t input_bytes,
+                   const void* output, size_t output_bytes, const InPlaceForm& in_place = {});
 
 }  // namespace gloo_lite

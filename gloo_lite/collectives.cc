@@ -91,18 +91,25 @@ std::string exception_text(std::exception_ptr error) {
   }
 }
 
-// The in-place forms besides input == output (MPI_IN_PLACE at the root): gather's input already
-// sits at the root's block of the output, scatter's output at the root's block of the input.
-bool own_block_in_place(const Call& call, const void* input, const void* output) {
-  if (call.offsets.empty() || input == nullptr || output == nullptr) return false;
-  size_t own = call.bytes(call.offsets[call.rank]);
-  if (call.collective == Collective::kGather) {
-    return input == static_cast<const uint8_t*>(output) + own;
+// Each collective's one in-place form (collectives.h). A pointer equality means in place only
+// where it is that form: allgather's input == output is rank 0's own block, and on rank 1 an
+// input at the output's start is data to be gathered, not "already in place".
+InPlaceForm in_place_form(const Call& call) {
+  const auto own = call.offsets.empty()
+                       ? ptrdiff_t{0}
+                       : static_cast<ptrdiff_t>(call.bytes(call.offsets[call.rank]));
+  switch (call.collective) {
+    case Collective::kAllgather:
+      return {true, own, "the input at this rank's block of the output"};
+    case Collective::kGather:  // at the root; elsewhere the output is ignored (null)
+      return {true, own, "the input at the root's own block of the output"};
+    case Collective::kScatter:  // at the root; elsewhere the input is ignored (null)
+      return {true, -own, "the output at the root's own block of the input"};
+    case Collective::kAlltoall:
+      return {false, 0, "alltoall(v) has no in-place form: pass disjoint buffers"};
+    default:
+      return {};
   }
-  if (call.collective == Collective::kScatter) {
-    return output == static_cast<const uint8_t*>(input) + own;
-  }
-  return false;
 }
 
 // Registers the buffers and runs the algorithm.
@@ -204,10 +211,8 @@ Prepared prepare(Call&& call, const void* input, size_t input_elements, void* ou
   Prepared prepared;
   prepared.input_bytes = checked_bytes(name, input_elements, call.element, "the input");
   prepared.output_bytes = checked_bytes(name, output_elements, call.element, "the output");
-  if (!own_block_in_place(call, input, output)) {
-    check_overlap(name, input, prepared.input_bytes, "input", output, prepared.output_bytes,
-                  "output");
-  }
+  check_overlap(name, call.rank, input, prepared.input_bytes, output, prepared.output_bytes,
+                in_place_form(call));
   prepared.algorithm = &cached_choice(call, options.algorithm);
   prepared.call = std::move(call);
   prepared.input = input;
@@ -358,20 +363,17 @@ Work allgatherv_call(Context& context, const void* input, void* output,
   Call call = describe(context, Collective::kAllgather, type, ReduceOp::kSum, 0, options);
   size_t total = set_blocks(call, counts, "counts");
   size_t mine = counts[context.rank()];
-  // In place when the input already sits at this rank's block of the output.
-  require_buffer(call, input, mine, "the input buffer");
-  require_buffer(call, output, total, "the output buffer");
-  uint8_t* own = static_cast<uint8_t*>(output) + call.bytes(call.offsets[call.rank]);
-  if (input == own) input = output;
-  if (input != output) {
-    check_overlap("allgather", input, call.bytes(mine), "input", output, call.bytes(total),
-                  "output");
-  }
-  size_t own_bytes = call.bytes(mine);
-  Prepared prepared = prepare(std::move(call), output, total, output, total, options);
-  if (input != output && mine > 0) {
-    // Our own block: the one copy an out-of-place allgather needs, made when the call's turn
-    // comes (the output may still be in use by the calls before it).
+  const size_t own_at = call.bytes(call.offsets[call.rank]);
+  const size_t own_bytes = call.bytes(mine);
+  Prepared prepared = prepare(std::move(call), input, mine, output, total, options);
+  uint8_t* own = static_cast<uint8_t*>(output) + own_at;  // output is not null past prepare
+  const bool in_place = input == own;
+  // The algorithms gather in the output alone (input == output): out of place, our own block is
+  // the one copy needed, made when the call's turn comes (the output may still be in use by the
+  // calls before it).
+  prepared.input = output;
+  prepared.input_bytes = prepared.output_bytes;
+  if (!in_place && own_bytes > 0) {
     prepared.before = [own, input, own_bytes] { std::memcpy(own, input, own_bytes); };
   }
   return launch(std::move(prepared), mode);
@@ -420,9 +422,6 @@ Work alltoallv_call(Context& context, const void* input, const std::vector<size_
   std::partial_sum(recv_counts.begin(), recv_counts.end() - 1, call.recv_offsets.begin() + 1);
   size_t sent = checked_total("alltoallv", send_counts, call.element, "send_counts");
   size_t received = checked_total("alltoallv", recv_counts, call.element, "recv_counts");
-  if (input == output && input != nullptr) {
-    throw InvalidArgument("alltoall(v): input and output must be different buffers");
-  }
   if (send_counts[context.rank()] != recv_counts[context.rank()]) {
     throw InvalidArgument("alltoallv on rank " + std::to_string(context.rank()) +
                           ": the block to itself is " +

@@ -2,10 +2,16 @@
 // matching arguments (same count, type, op, root; v-variants: same count arrays). Errors are
 // exceptions (gloo_lite/base/error.h).
 //
-// Buffers. In place when the input and output pointers are equal (MPI_IN_PLACE semantics: for
-// rooted collectives only the root's buffers may alias); allgather(v) and gather(v) are also in
-// place when the input is this rank's block of the output, scatter(v) when the output is the
-// root's block of the input. Any other overlap of input and output is InvalidArgument. Counts
+// Buffers. Each collective has one in-place form, the rank's own block where it has blocks:
+// allreduce, reduce (at the root), reduce_scatter(v) (the result at the buffer's start, as
+// MPI_IN_PLACE) and broadcast: input == output; allgather(v): the input is this rank's block of
+// the output (input == output + offset of block `rank`, so input == output on rank 0 only);
+// gather(v) at the root: the input is the root's block of the output; scatter(v) at the root:
+// the output is the root's block of the input. Rooted calls ignore the output (gather, reduce)
+// or input (scatter) elsewhere. Any other overlap of input and output is InvalidArgument naming
+// the form to pass, input == output included where the own block is not at offset 0: there the
+// pointers cannot tell "my block is already in place" from "my data sits at the output's
+// start", and reading either one into them gives wrong answers on some rank. Counts
 // are elements; a count, a sum of counts or an offset whose byte size does not fit in a buffer
 // (PTRDIFF_MAX bytes) is InvalidArgument, raised before any memory is touched. An invalid call
 // consumes nothing: the context stays usable.

@@ -216,10 +216,13 @@ gloo_lite_result_t gloo_lite_work_free(gloo_lite_work_t* work);
 /* ---- Collectives ------------------------------------------------------------------------- */
 /* Each comes blocking and non-blocking (gloo_lite_i<name>, which returns a work handle in
  * *work and lets the caller go on; its buffers belong to it until it has finished). Same
- * semantics as the C++ functions of gloo_lite/collectives.h: in place when input == output
- * (allgather(v)/gather(v): also when input is this rank's block of output; scatter(v): output
- * the root's block of input); rooted calls ignore the output (gather, reduce) or input
- * (scatter) on non-root ranks, which may be NULL. `options` may be NULL. */
+ * semantics as the C++ functions of gloo_lite/collectives.h. In place is one form per call:
+ * input == output for allreduce, reduce, reduce_scatter(v) and broadcast; for allgather(v) and
+ * gather(v) (at the root) the input at this rank's block of output, for scatter(v) (at the
+ * root) the output at the root's block of input; any other overlap (input == output too where
+ * that block is not at offset 0) is GLOO_LITE_ERR_INVALID_ARGUMENT. Rooted calls ignore the
+ * output (gather, reduce) or input (scatter) on non-root ranks, which may be NULL. `options`
+ * may be NULL. */
 
 gloo_lite_result_t gloo_lite_allreduce(gloo_lite_context_t* context, const void* input,
                                        void* output, size_t count, gloo_lite_datatype_t type,

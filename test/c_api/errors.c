@@ -55,7 +55,7 @@ static void test_creation(void) {
 }
 
 /* Every bad argument is refused before anything starts, naming the function and argument. */
-static void test_bad_arguments(gloo_lite_context_t* ctx, int size) {
+static void test_bad_arguments(gloo_lite_context_t* ctx, int rank, int size) {
   int32_t buffer[64] = {0};
   size_t counts[16];
   int peer = 1, i, source;
@@ -128,6 +128,17 @@ static void test_bad_arguments(gloo_lite_context_t* ctx, int size) {
   EXPECT_INVALID(gloo_lite_context_rank(ctx, NULL), "gloo_lite_context_rank", "rank");
   EXPECT_INVALID(gloo_lite_abort(NULL, "x"), "gloo_lite_abort", "context");
 
+  /* input == output is in place only where the rank's own block is at offset 0: on other ranks
+   * it overlaps (the root's block of a scatter, the rank's block of an allgather or gather). */
+  if (rank != 0) {
+    EXPECT_INVALID(gloo_lite_scatter(ctx, buffer, buffer, 4, GLOO_LITE_INT32, rank, NULL),
+                   "gloo_lite_scatter", "the root's own block of the input");
+    EXPECT_INVALID(gloo_lite_gather(ctx, buffer, buffer, 4, GLOO_LITE_INT32, rank, NULL),
+                   "gloo_lite_gather", "the root's own block of the output");
+    EXPECT_INVALID(gloo_lite_allgather(ctx, buffer, buffer, 4, GLOO_LITE_INT32, NULL),
+                   "gloo_lite_allgather", "this rank's block of the output");
+  }
+
   /* Nothing was consumed: the context still works. */
   for (i = 0; i < 4; ++i) buffer[i] = i;
   EXPECT_OK(gloo_lite_allreduce(ctx, buffer, buffer, 4, GLOO_LITE_INT32, GLOO_LITE_SUM, NULL));
@@ -191,7 +202,7 @@ int run_errors(void) {
   EXPECT_OK(gloo_lite_context_rank(world, &rank));
   EXPECT_OK(gloo_lite_context_size(world, &size));
   test_rank = rank;
-  test_bad_arguments(world, size);
+  test_bad_arguments(world, rank, size);
   test_mismatch(world, rank);
   test_timeout(world, rank);
   EXPECT_OK(gloo_lite_destroy(world));

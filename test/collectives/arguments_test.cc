@@ -7,7 +7,10 @@
 // invalid on the root alone is made by the root alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
@@ -39,7 +42,7 @@ constexpr size_t kHuge = SIZE_MAX / 2 + 1;  // two of these sum past SIZE_MAX
 
 struct InvalidCall {
   const char* name;
-  bool root_only;  // invalid on the root only: the root alone makes the call
+  bool root_only;  // invalid on rank kRoot only (the root of rooted calls): it alone calls
   void (*run)(Context& c, Buffers& b);
 };
 
@@ -174,6 +177,24 @@ const InvalidCall kInvalidCalls[] = {
      [](Context& c, Buffers& b) { alltoall(c, b.in(), b.in() + kCount, kCount, kType); }},
     {"gather_partly_overlapping_at_root", true,
      [](Context& c, Buffers& b) { gather(c, b.out() + 1, b.out(), kCount, kType, kRoot); }},
+    // input == output where the rank's own block is not at offset 0 (rank 1): not in place
+    // (rank 1's data would be taken for block 1 and lost) but an overlap.
+    {"allgather_same_pointer_on_rank_1", true,
+     [](Context& c, Buffers& b) { allgather(c, b.out(), b.out(), kCount, kType); }},
+    {"iallgather_same_pointer_on_rank_1", true,
+     [](Context& c, Buffers& b) { iallgather(c, b.out(), b.out(), kCount, kType).wait(); }},
+    {"allgatherv_same_pointer_on_rank_1", true,
+     [](Context& c, Buffers& b) { allgatherv(c, b.out(), b.out(), kBlocks, kType); }},
+    {"gather_same_pointer_at_root_1", true,
+     [](Context& c, Buffers& b) { gather(c, b.out(), b.out(), kCount, kType, kRoot); }},
+    {"gatherv_same_pointer_at_root_1", true,
+     [](Context& c, Buffers& b) { gatherv(c, b.out(), b.out(), kBlocks, kType, kRoot); }},
+    {"scatter_same_pointer_at_root_1", true,
+     [](Context& c, Buffers& b) { scatter(c, b.in(), b.in(), kCount, kType, kRoot); }},
+    {"scatterv_same_pointer_at_root_1", true,
+     [](Context& c, Buffers& b) { scatterv(c, b.in(), b.in(), kBlocks, kType, kRoot); }},
+    {"scatter_output_at_another_block_at_root", true,
+     [](Context& c, Buffers& b) { scatter(c, b.in(), b.in() + 2 * kCount, kCount, kType, kRoot); }},
     // kCustom without a function.
     {"allreduce_custom_without_function", false,
      [](Context& c, Buffers& b) {
@@ -299,6 +320,70 @@ TEST(BitwiseArguments, OnFloatNamesCollectiveOpAndType) {
         int64_t value = 6;
         allreduce(context, &value, &value, 1, DataType::kInt64, ReduceOp::kBxor);
         EXPECT_EQ(value, 6);
+      },
+      60s, options);
+  expect_all_ok(results);
+}
+
+// An overlap that is not the in-place form says so: the collective, the rank, and the form to
+// pass (for rank 1's allgather, the input at the output + 1 block). Rank 1 makes the refused
+// calls alone; then both ranks use the in-place forms, which give the reference (rank 0's own
+// block is at offset 0: there input == output is in place).
+TEST(OverlapArguments, NamesTheRankAndTheInPlaceForm) {
+  ContextOptions options;
+  options.timeout = 10s;
+  auto results = run_context_processes(
+      2,
+      [&](Context& context) {
+        const int rank = context.rank();
+        std::vector<int32_t> data(2 * kCount, -1);
+        if (rank == 1) {
+          auto expect_refused = [&](const char* what, auto call, std::vector<std::string> parts) {
+            try {
+              call();
+              ADD_FAILURE() << what << " returned; expected InvalidArgument";
+            } catch (const InvalidArgument& error) {
+              const std::string message = error.what();
+              for (const std::string& part : parts) {
+                EXPECT_NE(message.find(part), std::string::npos)
+                    << what << ": no '" << part << "' in " << message;
+              }
+            }
+          };
+          const std::string block = "output+" + std::to_string(kCount * sizeof(int32_t));
+          expect_refused("allgather",
+                         [&] { allgather(context, data.data(), data.data(), kCount, kType); },
+                         {"allgather on rank 1", "this rank's block of the output", block});
+          expect_refused("gather",
+                         [&] { gather(context, data.data(), data.data(), kCount, kType, 1); },
+                         {"gather on rank 1", "the root's own block of the output", block});
+          expect_refused("scatter",
+                         [&] { scatter(context, data.data(), data.data(), kCount, kType, 1); },
+                         {"scatter on rank 1", "the root's own block of the input"});
+          expect_refused("alltoall",
+                         [&] { alltoall(context, data.data(), data.data(), kCount, kType); },
+                         {"alltoall on rank 1", "no in-place form"});
+        }
+        // The in-place forms: each rank's input is its own block of the output.
+        int32_t* own = data.data() + rank * kCount;
+        std::fill(own, own + kCount, 10 + rank);
+        allgather(context, own, data.data(), kCount, kType);
+        std::vector<int32_t> want(2 * kCount, 10);
+        std::fill(want.begin() + kCount, want.end(), 11);
+        EXPECT_EQ(data, want) << "allgather in place on rank " << rank;
+        for (int root : {0, 1}) {
+          std::vector<int32_t> blocks(2 * kCount);
+          for (size_t i = 0; i < blocks.size(); ++i)
+            blocks[i] = static_cast<int32_t>(100 * root + i);
+          std::vector<int32_t> mine(kCount, -1);
+          int32_t* output = rank == root ? blocks.data() + root * kCount : mine.data();
+          scatter(context, blocks.data(), output, kCount, kType, root);
+          for (size_t i = 0; i < kCount; ++i) {
+            ASSERT_EQ(output[i], static_cast<int32_t>(100 * root + rank * kCount + i))
+                << "scatter in place from root " << root << " on rank " << rank;
+          }
+        }
+        store_barrier(context, "done");
       },
       60s, options);
   expect_all_ok(results);

@@ -11,6 +11,7 @@ from common import context
 ctx = context(timeout=20)
 R, P = ctx.rank, ctx.size
 good = np.ones(8, np.float32)
+b = np.zeros(2 * P, np.int64)
 cases = [
     # (exception, words the message must contain, call)
     (TypeError, ["a", "format 'h'"], lambda: ctx.allreduce(np.ones(4, np.int16))),
@@ -40,12 +41,34 @@ cases = [
     (ValueError, ["timeout"], lambda: ctx.allreduce(good, timeout=-1.0)),
     (ValueError, ["root"], lambda: ctx.broadcast(good, root=P + 3)),
     (gloo_lite.InvalidArgument, ["nonsense"], lambda: ctx.allreduce(good, algorithm="nonsense")),
+    # out= overlapping a other than in the in-place form (a is this rank's block of out; out is
+    # the root's block of a), pointer equality included: rank 1's allgather(b[:2], out=b) would
+    # take its data for block 0 and lose it. Every rank is its own root; rank 0, whose block is
+    # at offset 0, passes block 1 instead.
+    (gloo_lite.InvalidArgument, ["allgather on rank", "this rank's block of the output"],
+     lambda: ctx.allgather(_not_mine(b), out=b)),
+    (gloo_lite.InvalidArgument, ["allgather on rank", "this rank's block of the output"],
+     lambda: ctx.allgatherv(_not_mine(b), counts=[2] * P, out=b)),
+    (gloo_lite.InvalidArgument, ["gather on rank", "the root's own block of the output"],
+     lambda: ctx.gather(_not_mine(b), root=R, out=b)),
+    (gloo_lite.InvalidArgument, ["gather on rank", "the root's own block of the output"],
+     lambda: ctx.gatherv(_not_mine(b), counts=[2] * P, root=R, out=b)),
+    (gloo_lite.InvalidArgument, ["scatter on rank", "the root's own block of the input"],
+     lambda: ctx.scatter(b, root=R, out=_not_mine(b))),
+    (gloo_lite.InvalidArgument, ["scatter on rank", "the root's own block of the input"],
+     lambda: ctx.scatterv(b, counts=[2] * P, root=R, out=_not_mine(b))),
     # The bitwise ops take integer dtypes only.
     (gloo_lite.InvalidArgument, ["allreduce", "bxor", "float32", "integer type"],
      lambda: ctx.allreduce(good, op="bxor")),
     (gloo_lite.InvalidArgument, ["reduce_scatter", "band", "float64", "integer type"],
      lambda: ctx.reduce_scatter(np.ones(2 * P), op=gloo_lite.ReduceOp.BAND)),
 ]
+
+
+def _not_mine(blocks):
+    """Blocks of 2: block 0 of `blocks` (block 1 on rank 0), never this rank's own."""
+    first = 2 if R == 0 else 0
+    return blocks[first:first + 2]
 
 
 def _readonly():

@@ -71,6 +71,27 @@ for seed, dtype in enumerate(dtypes):
     same(ctx.alltoallv(send, send_counts, recv_counts), want, "alltoallv " + what)
     checks += 12
 
+# The in-place forms: a is this rank's block of out (allgather; gather at the root), out is the
+# root's block of a (scatter at the root). Rank 0's block is at offset 0: there a and out start
+# at the same address and that is in place too.
+n = 2
+want = np.repeat(np.arange(1, P + 1), n)
+b = np.zeros(n * P, np.int64)
+b[n * R:n * (R + 1)] = R + 1
+assert ctx.allgather(b[n * R:n * (R + 1)], out=b) is b
+same(b, want, "allgather in place")
+for root in (0, P - 1):
+    g = np.zeros(n * P, np.int64)
+    g[n * R:n * (R + 1)] = R + 1
+    got = ctx.gather(g[n * R:n * (R + 1)], root=root, out=g if R == root else None)
+    if R == root:
+        same(got, want, f"gather in place at root {root}")
+    s = np.arange(n * P) if R == root else np.zeros(n * P, np.int64)
+    out = s[n * R:n * (R + 1)] if R == root else np.empty(n, np.int64)
+    ctx.scatter(s, root=root, out=out)
+    same(out, np.arange(n * R, n * (R + 1)), f"scatter in place from root {root}")
+checks += 5
+
 ctx.barrier()
 ctx.barrier(timeout=10.0)
 checks += 1
