@@ -167,7 +167,10 @@ gloo_lite_result_t gloo_lite_init(const char* store_url, const char* prefix, int
 
 /* Ends this rank's part of the context: frees the handle and closes its connections. NULL is
  * a no-op. Work still running on it is cancelled and its handles report an error (see
- * docs/execution-model.md); their buffers are released once gloo_lite_work_test says done. */
+ * docs/execution-model.md); their buffers are released once gloo_lite_work_test says done.
+ * The handle may not be used again: a call with it (a second destroy too) is
+ * GLOO_LITE_ERR_INVALID_ARGUMENT, "destroyed context", for as long as the library keeps it
+ * marked (the next 64 destroys); later it is freed memory. */
 gloo_lite_result_t gloo_lite_destroy(gloo_lite_context_t* context);
 
 gloo_lite_result_t gloo_lite_context_rank(const gloo_lite_context_t* context, int* rank);

@@ -130,7 +130,8 @@ gloo_lite_result_t gloo_lite_cuda_comm_create(gloo_lite_context_t* context, int 
   return guarded(__func__, [&] {
     required(comm, "comm");
     auto handle = std::make_unique<gloo_lite_cuda_comm>();
-    handle->context = required(context, "context").context;
+    context_of(context);  // a live handle
+    handle->context = context->context;
     handle->communicator = std::make_unique<cuda::Communicator>(
         *handle->context, layer_for(device, options), pipeline_of(options));
     *comm = handle.release();

@@ -94,7 +94,16 @@ void bad_argument(const std::string& what) { throw InvalidArgument(what); }
 
 Context& context_of(const gloo_lite_context_t* handle) {
   const gloo_lite_context_t& context = required(handle, "context");
-  if (!context.context) bad_argument("context is not a live gloo_lite context");
+  if (context.magic == gloo_lite_context::kDestroyed) {
+    bad_argument(
+        "context is a destroyed context (gloo_lite_destroy was called on it): its "
+        "handle may not be used again; create a new context");
+  }
+  if (context.magic != gloo_lite_context::kLive || !context.context) {
+    bad_argument(
+        "context is not a live gloo_lite context (a handle from gloo_lite_init, "
+        "gloo_lite_init_from_env or gloo_lite_split)");
+  }
   return *context.context;
 }
 

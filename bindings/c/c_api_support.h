@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -19,6 +20,11 @@
 #include "gloo_lite/work.h"
 
 struct gloo_lite_context {
+  // kLive while the handle may be used. gloo_lite_destroy marks it kDestroyed and keeps it a
+  // while (c_api_context.cc), so that a call with a destroyed handle says so.
+  static constexpr uint64_t kLive = 0x6c6976652d637478;       // "live-ctx"
+  static constexpr uint64_t kDestroyed = 0x646561642d637478;  // "dead-ctx"
+  uint64_t magic = kLive;
   std::shared_ptr<gloo_lite::Context> context;
 };
 
@@ -66,6 +72,8 @@ T& required(T* pointer, const char* name) {
   if (pointer == nullptr) bad_argument(std::string(name) + " is NULL");
   return *pointer;
 }
+// The context of a live handle; InvalidArgument for NULL, a destroyed handle (a use after
+// gloo_lite_destroy, or a second destroy) or a pointer that is no handle.
 Context& context_of(const gloo_lite_context_t* handle);
 Work& work_of(gloo_lite_work_t* handle);
 DataType type_of(gloo_lite_datatype_t type);

@@ -160,6 +160,21 @@ static void test_mismatch(gloo_lite_context_t* world, int rank) {
   EXPECT_OK(gloo_lite_destroy(ctx));
 }
 
+/* A handle used after gloo_lite_destroy, or destroyed twice, is refused as a destroyed context
+ * (not read as a context of size 0, nor freed twice). On a one-rank context of its own. */
+static void test_destroyed(gloo_lite_context_t* world, int rank) {
+  gloo_lite_context_t* solo = NULL;
+  int32_t buffer[4] = {0};
+  int size = -1;
+  if (!EXPECT_OK(gloo_lite_split(world, rank, 0, &solo))) return;
+  EXPECT_OK(gloo_lite_destroy(solo));
+  EXPECT_INVALID(gloo_lite_broadcast(solo, buffer, 4, GLOO_LITE_INT32, 0, NULL),
+                 "gloo_lite_broadcast", "destroyed context");
+  EXPECT_INVALID(gloo_lite_context_size(solo, &size), "gloo_lite_context_size",
+                 "destroyed context");
+  EXPECT_INVALID(gloo_lite_destroy(solo), "gloo_lite_destroy", "destroyed context");
+}
+
 /* Rank 0 waits for a message from rank 1 that never comes, on a two-rank context of its own:
  * the receive times out after its 300 ms, well before the context's timeout. Rank 1 stays until
  * rank 0 is done (the barrier on the world context). */
@@ -204,6 +219,7 @@ int run_errors(void) {
   test_rank = rank;
   test_bad_arguments(world, rank, size);
   test_mismatch(world, rank);
+  test_destroyed(world, rank);
   test_timeout(world, rank);
   EXPECT_OK(gloo_lite_destroy(world));
   return 0;
