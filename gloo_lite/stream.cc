@@ -94,6 +94,19 @@ void Stream::check_entry(std::unique_lock<std::mutex>& lock, const char* collect
     throw ConnectionError(std::string(collective) + " on rank " + std::to_string(context_.rank()) +
                           ": the context is being destroyed");
   }
+  if (running_ != nullptr && running_thread_ == std::this_thread::get_id()) {
+    // Not a race: this thread is inside the running call (its custom reduction, say), which
+    // cannot finish before the new call does. Refused before anything moved.
+    std::string reentry =
+        std::string(collective) + " on rank " + std::to_string(context_.rank()) +
+        " started on tag " + std::to_string(tag_) + " from inside " + running_ + " #" +
+        std::to_string(running_sequence_) +
+        " on the same thread (from its custom reduction): it would wait for the call it runs "
+        "in; call it after " +
+        running_ + " returns";
+    lock.unlock();
+    throw InvalidArgument(reentry);
+  }
   if (!running_inline_) return;
   std::string clash = race_locked(collective);
   lock.unlock();
@@ -149,6 +162,7 @@ void Stream::run_locked(std::unique_lock<std::mutex>& lock, const char* collecti
   running_ = collective;
   running_sequence_ = sequence_++;
   running_inline_ = inline_call;
+  running_thread_ = std::this_thread::get_id();
   Turn turn{this, running_sequence_};
   lock.unlock();
   // Give the turn back however the call ends (a blocking call's exception propagates).
@@ -159,6 +173,7 @@ void Stream::run_locked(std::unique_lock<std::mutex>& lock, const char* collecti
       lock.lock();
       stream->running_ = nullptr;
       stream->running_inline_ = false;
+      stream->running_thread_ = std::thread::id();
       stream->raced_.store(false, std::memory_order_relaxed);
       stream->race_.clear();
       stream->changed_.notify_all();

@@ -13,7 +13,8 @@
 // call on the stream meanwhile is a program error (the calls could be matched in different
 // orders on different ranks); it throws InvalidArgument and fails the context, and the running
 // call does not report success either. (A blocking call queued behind non-blocking work is not
-// watched this way: it is ordered by the queue like any started call.)
+// watched this way: it is ordered by the queue like any started call.) A call started on the
+// stream by the thread running its current call (from a custom reduction) is refused as such.
 #pragma once
 
 #include <atomic>
@@ -137,7 +138,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // still finishing the previous call (mutex_ held).
   bool free_for_next_locked() const;
   // Whether `collective` may join the stream now; when it races a blocking call, fails the
-  // context and throws (releasing `lock`).
+  // context and throws (releasing `lock`). A call from inside the running one, on its thread (a
+  // custom reduction calling a collective on its own tag), would wait for itself: it throws
+  // InvalidArgument and consumes nothing.
   void check_entry(std::unique_lock<std::mutex>& lock, const char* collective);
 
   Context& context_;
@@ -149,7 +152,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   uint64_t sequence_ = 0;
   const char* running_ = nullptr;  // the call holding the turn
   uint64_t running_sequence_ = 0;
-  bool running_inline_ = false;  // ... run by its caller (a blocking call)
+  std::thread::id running_thread_;  // ... and the thread running it
+  bool running_inline_ = false;     // ... run by its caller (a blocking call)
   // Written under mutex_; atomic so that a call's check_not_raced needs no lock when it is not
   // set (every call makes that check).
   std::atomic<bool> raced_{false};

@@ -117,6 +117,17 @@ Buffer Buffer::acquire(nb::handle object, const char* call, const char* argument
     nb::object view = bfloat16_view(object);
     if (view.is_none() || PyObject_GetBuffer(view.ptr(), &buffer.view_, flags) != 0) {
       PyErr_Clear();
+      // An array of a dtype numpy exports no buffer for (datetime64, object, ...) is an array
+      // all the same: name its dtype, not the protocol.
+      nb::object dtype = nb::steal(PyObject_GetAttrString(object.ptr(), "dtype"));
+      nb::object text = dtype.is_valid() ? nb::steal(PyObject_Str(dtype.ptr())) : nb::object();
+      const char* dtype_name = text.is_valid() ? PyUnicode_AsUTF8(text.ptr()) : nullptr;
+      PyErr_Clear();
+      if (dtype_name != nullptr) {
+        throw nb::type_error((prefix(call, argument) + "has dtype " + dtype_name +
+                              ", which gloo_lite cannot reduce or move; supported: " + kSupported)
+                                 .c_str());
+      }
       throw nb::type_error((prefix(call, argument) +
                             "must support the buffer protocol (a numpy "
                             "array, bytearray, memoryview, ...) of " +

@@ -3,8 +3,7 @@
 // call (PyContext::run_forms).
 #include <nanobind/stl/string.h>
 
-#include <numeric>
-
+#include "gloo_lite/argument_checks.h"
 #include "gloo_lite/call_forms.h"
 #include "gloo_lite/collective_info.h"
 #include "py_context.h"
@@ -58,8 +57,11 @@ Buffer flat_output(const char* call, nb::handle out, const Buffer& like, size_t 
   return output_operand(call, out, like, count, {static_cast<Py_ssize_t>(count)}, why);
 }
 
-size_t sum(const std::vector<size_t>& counts) {
-  return std::accumulate(counts.begin(), counts.end(), size_t{0});
+// sum(counts), or gloo_lite.InvalidArgument when it (or its bytes of `like`'s type) is past the
+// largest buffer: a sum that wrapped would reach numpy as a negative dimension.
+size_t sum(const char* call, const std::vector<size_t>& counts, const Buffer& like,
+           const char* what) {
+  return checked_total(call, counts, element_size(like.type()), what);
 }
 
 // Holds `b` in `operands` for as long as the call runs; returns its memory.
@@ -213,7 +215,7 @@ nb::object PyContext::reduce_scatterv(const CallOptions& o, nb::handle a, nb::ha
   CollectiveOptions options = collective_options(call, o);
   const ReduceOp rop = reduce_op(call, op, input.type(), &options, &operands);
   const std::vector<size_t> recv = counts_of(call, "counts", counts, nullptr, o);
-  require_count(call, input, sum(recv), "sum(counts)");
+  require_count(call, input, sum(call, recv, input, "counts"), "sum(counts)");
   const size_t mine = recv[static_cast<size_t>(rank_)];
   Buffer result = flat_output(call, out, input, mine, "counts[rank]");
   const Io io = hold(&operands, std::move(input), std::move(result));
@@ -241,7 +243,7 @@ nb::object PyContext::allgatherv(const CallOptions& o, nb::handle a, nb::handle 
   Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
   CollectiveOptions options = collective_options(call, o);
   const std::vector<size_t> all = counts_of(call, "counts", counts, &input, o);
-  const size_t total = sum(all);
+  const size_t total = sum(call, all, input, "counts");
   Buffer result = flat_output(call, out, input, total, "sum(counts)");
   const Io io = hold(&operands, std::move(input), std::move(result));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(allgatherv), io.in,
@@ -275,7 +277,7 @@ nb::object PyContext::gatherv(const CallOptions& o, nb::handle a, nb::handle cou
   const DataType type = input.type();
   void* output = nullptr;  // the root's only
   if (rank_ == root) {
-    const size_t total = sum(all);
+    const size_t total = sum(call, all, input, "counts");
     output = hold_result(&operands, flat_output(call, out, input, total, "sum(counts)"));
   }
   const void* in = hold(&operands, std::move(input));
@@ -319,7 +321,7 @@ nb::object PyContext::scatterv(const CallOptions& o, nb::handle a, nb::handle co
   Io io{nullptr, nullptr, DataType::kUint8};
   if (rank_ == root || !a.is_none()) {
     Buffer input = Buffer::acquire(a, call, "a", Access::kRead);
-    if (rank_ == root) require_count(call, input, sum(all), "sum(counts)");
+    if (rank_ == root) require_count(call, input, sum(call, all, input, "counts"), "sum(counts)");
     Buffer result = flat_output(call, out, input, mine, "counts[rank]");
     io = hold(&operands, std::move(input), std::move(result));
   } else {
@@ -366,8 +368,8 @@ nb::object PyContext::alltoallv(const CallOptions& o, nb::handle a, nb::handle s
   CollectiveOptions options = collective_options(call, o);
   const std::vector<size_t> send = counts_of(call, "send_counts", send_counts, nullptr, o);
   const std::vector<size_t> recv = counts_of(call, "recv_counts", recv_counts, nullptr, o);
-  require_count(call, input, sum(send), "sum(send_counts)");
-  const size_t total = sum(recv);
+  require_count(call, input, sum(call, send, input, "send_counts"), "sum(send_counts)");
+  const size_t total = sum(call, recv, input, "recv_counts");
   Buffer result = flat_output(call, out, input, total, "sum(recv_counts)");
   const Io io = hold(&operands, std::move(input), std::move(result));
   return run_forms(call, o.async_op, std::move(operands), GLOO_LITE_FORMS(alltoallv), io.in, send,

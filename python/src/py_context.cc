@@ -136,10 +136,15 @@ std::vector<size_t> PyContext::counts_of(const char* call, const char* name, nb:
       PyErr_Clear();
       throw nb::type_error((std::string(call) + ": " + name + " must hold integers").c_str());
     }
-    const long long count = PyLong_AsLongLong(index.ptr());
-    if (count < 0) {
-      PyErr_Clear();
-      throw nb::value_error((std::string(call) + ": " + name + " holds a negative count").c_str());
+    int overflow = 0;  // -1, 1: below or past what a long long holds
+    const long long count = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0 || count < 0) {
+      const std::string entry = std::string(call) + ": " + name + "[" +
+                                std::to_string(result.size()) + "] is " +
+                                nb::cast<std::string>(nb::str(index));
+      throw nb::value_error(
+          (entry + (overflow > 0 ? ", more elements than any buffer holds" : ", a negative count"))
+              .c_str());
     }
     result.push_back(static_cast<size_t>(count));
   }

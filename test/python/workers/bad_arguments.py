@@ -57,6 +57,16 @@ cases = [
      lambda: ctx.scatter(b, root=R, out=_not_mine(b))),
     (gloo_lite.InvalidArgument, ["scatter on rank", "the root's own block of the input"],
      lambda: ctx.scatterv(b, counts=[2] * P, root=R, out=_not_mine(b))),
+    # Messages that say what is wrong: a dtype numpy exports no buffer for, counts past any
+    # buffer (one entry, or their sum, which numpy would see as a negative dimension).
+    (TypeError, ["a", "has dtype datetime64[ns]", "cannot reduce or move"],
+     lambda: ctx.allreduce(np.zeros(4, "datetime64[ns]"))),
+    (ValueError, ["counts[1] is 18446744073709551616", "more elements than any buffer"],
+     lambda: ctx.allgatherv(good, counts=[8, 2**64] + [8] * (P - 2))),
+    (ValueError, ["counts[0] is -1", "negative count"],
+     lambda: ctx.allgatherv(good, counts=[-1] + [8] * (P - 1))),
+    (gloo_lite.InvalidArgument, ["allgatherv", "counts sum past the largest buffer"],
+     lambda: ctx.allgatherv(good, counts=[8 if r == R else 2**63 - 1 for r in range(P)])),
     # The bitwise ops take integer dtypes only.
     (gloo_lite.InvalidArgument, ["allreduce", "bxor", "float32", "integer type"],
      lambda: ctx.allreduce(good, op="bxor")),
@@ -91,6 +101,27 @@ elapsed = time.monotonic() - start
 # An error raised before traffic costs nothing like a timeout.
 assert elapsed < 5, f"{len(cases)} bad calls took {elapsed:.1f} s"
 assert issubclass(gloo_lite.InvalidArgument, ValueError)
+
+# A custom op that calls a collective on its own tag is told that it is inside that call on the
+# same thread (not "another thread"); nothing started, so the op goes on and the call completes.
+inner = []
+
+
+def reentrant(inout, other):
+    try:
+        ctx.allreduce(np.ones(1, np.float32))
+        inner.append("returned")
+    except gloo_lite.InvalidArgument as e:
+        inner.append(str(e))
+    inout += other
+
+
+a = np.full(8, R, np.float32)
+ctx.allreduce(a, op=reentrant, algorithm="ring")
+assert (a == P * (P - 1) / 2).all(), a
+assert inner, "the custom op never ran"
+for message in inner:
+    assert "from inside allreduce" in message and "same thread" in message, message
 
 # The context is still usable, and in step on every rank.
 a = np.full(8, R, np.float32)
