@@ -116,12 +116,18 @@ def reentrant(inout, other):
     inout += other
 
 
-a = np.full(8, R, np.float32)
-ctx.allreduce(a, op=reentrant, algorithm="ring")
-assert (a == P * (P - 1) / 2).all(), a
-assert inner, "the custom op never ran"
-for message in inner:
-    assert "from inside allreduce" in message and "same thread" in message, message
+# Blocking (the op runs in this thread) and async (in the stream's worker, where the inner
+# blocking call used to wait for itself forever).
+for async_op in (False, True):
+    inner.clear()
+    a = np.full(8, R, np.float32)
+    work = ctx.allreduce(a, op=reentrant, algorithm="ring", async_op=async_op)
+    if async_op:
+        assert work.wait(timeout=15), "the async allreduce with a re-entrant op did not finish"
+    assert (a == P * (P - 1) / 2).all(), a
+    assert inner, "the custom op never ran"
+    for message in inner:
+        assert "from inside allreduce" in message and "same thread" in message, message
 
 # The context is still usable, and in step on every rank.
 a = np.full(8, R, np.float32)
