@@ -28,8 +28,10 @@
 // either. (Calls that never overlap on any rank but come in different orders on different ranks
 // cannot be told apart by any library: when they differ in collective, type, count or root the
 // default call check (docs/transport.md) reports a MismatchError; identical calls are simply
-// matched in order.) Context::split is a tag-0 collective too. docs/execution-model.md says who
-// runs each call and what it costs.
+// matched in order.) A call started on a stream from inside its running call, on the thread
+// running it (a custom reduction calling a collective on its own tag), would wait for itself:
+// it throws InvalidArgument saying so and consumes nothing. Context::split is a tag-0
+// collective too. docs/execution-model.md says who runs each call and what it costs.
 //
 // Failures. A collective that fails on one rank fails its context: the rank tells every peer
 // why (they raise with that cause and that rank's number, within milliseconds, not at their
