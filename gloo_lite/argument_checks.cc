@@ -80,9 +80,12 @@ void check_overlap(const char* collective, int rank, const void* input, size_t i
   if (in_place.exists && in == out + static_cast<uintptr_t>(in_place.offset)) return;
   std::string remedy = in_place.what;
   if (in_place.exists) {
-    remedy = "in place is " + remedy + " (the input at output" +
-             relative(out + static_cast<uintptr_t>(in_place.offset), out) +
-             " bytes): pass that, or disjoint buffers";
+    // Named from the buffer that lies inside the other (scatter's output inside its input).
+    const std::string where =
+        in_place.offset >= 0
+            ? "the input at output+" + std::to_string(in_place.offset)
+            : "the output at input+" + std::to_string(-static_cast<uintmax_t>(in_place.offset));
+    remedy = "in place is " + remedy + " (" + where + " bytes): pass that, or disjoint buffers";
   }
   throw InvalidArgument(std::string(collective) + " on rank " + std::to_string(rank) +
                         ": the input (" + std::to_string(input_bytes) + " bytes at output" +

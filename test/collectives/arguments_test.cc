@@ -359,7 +359,8 @@ TEST(OverlapArguments, NamesTheRankAndTheInPlaceForm) {
                          {"gather on rank 1", "the root's own block of the output", block});
           expect_refused("scatter",
                          [&] { scatter(context, data.data(), data.data(), kCount, kType, 1); },
-                         {"scatter on rank 1", "the root's own block of the input"});
+                         {"scatter on rank 1", "the root's own block of the input",
+                          "the output at input+" + std::to_string(kCount * sizeof(int32_t))});
           expect_refused("alltoall",
                          [&] { alltoall(context, data.data(), data.data(), kCount, kType); },
                          {"alltoall on rank 1", "no in-place form"});
