@@ -4,11 +4,13 @@
 //  - Context::split from several threads: never a communicator of the wrong size;
 //  - a custom reduction that throws on one rank fails every rank promptly with that cause;
 //  - a size mismatch between two ranks reaches the others as a mismatch, not "closed";
-//  - a timeout names the collective and the rank that never arrived, on every rank;
+//  - a timeout names the collective and the rank that never arrived, on every rank, also when
+//    the hang reports' grace period outlasts their budget (TCP store; issue 23);
 //  - contexts created again and again on one store, and a restarted job on the same store,
 //    connect at once;
 //  - the flight recorder lists the recent collectives.
-// Ranks are real processes (file store), except where threads of one process are the point.
+// Ranks are real processes (file store, unless said), except where threads of one process are
+// the point.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -22,6 +24,7 @@
 #include "rendezvous/stores.h"
 #include "test/collectives/process_sync.h"
 #include "test/collectives/rank_run.h"
+#include "test/support/test_support.h"
 #include "test/transport/harness.h"
 
 namespace gloo_lite::test {
@@ -226,6 +229,61 @@ TEST(Timeout, EveryRankNamesTheCollectiveAndTheRankThatNeverArrived) {
         store_barrier(context, "done");
       },
       60s, options);
+  expect_all_ok(results);
+}
+
+// With a timeout of 3.5 s or more, the hang reports' grace period (a tenth of it) reaches past
+// the part of the post-timeout budget they may use (350 ms): the polling ran its last store
+// reads on a deadline already passed, and over the TCP store (whose expired reads throw; the file
+// store's checks ignore deadlines) the survivors said "the store could not be reached" instead of
+// naming the rank that never came (issue 23, item 7).
+TEST(Timeout, SurvivorsNameTheAbsentRankNotTheStoreWhenTheGraceOutlastsTheBudget) {
+  constexpr int kRanks = 3;  // + the store server's process
+  constexpr int kAbsent = 2;
+  ContextOptions options;
+  options.timeout = 4s;  // grace 400 ms
+  SharedMapping<std::atomic<int>> port;
+  auto keys_of = [](const std::string& prefix) {
+    std::vector<std::string> keys;
+    for (int r = 0; r < kRanks; ++r) keys.push_back(prefix + std::to_string(r));
+    return keys;
+  };
+  auto results = run_processes(
+      kRanks + 1,
+      [&](int rank) {
+        if (rank == kRanks) {
+          // The store lives in a process of its own (no thread in the forking parent), until
+          // every rank has said it is done.
+          TcpStoreServer server(SocketAddress::resolve("127.0.0.1", 0));
+          auto store = make_tcp_store("127.0.0.1", server.port(), Deadline::after(10s));
+          port->store(server.port());
+          store->wait(keys_of("test/left/"), Deadline::after(50s));
+          return;
+        }
+        while (port->load() == 0) std::this_thread::sleep_for(10ms);
+        auto store =
+            make_tcp_store("127.0.0.1", static_cast<uint16_t>(port->load()), Deadline::after(10s));
+        auto context = Context::create(store, rank, kRanks, loopback_device(), options);
+        if (rank != kAbsent) {
+          std::vector<float> data(100, 1.0f);
+          try {
+            allreduce(*context, data);
+            ADD_FAILURE() << "rank " << rank << ": allreduce returned without rank 2";
+          } catch (const TimeoutError& e) {
+            std::string what = e.what();
+            EXPECT_TRUE(contains(what, "rank 2 never arrived")) << what;
+            EXPECT_FALSE(contains(what, "could not be reached")) << what;
+          } catch (const ConnectionError& e) {
+            // The other survivor's abort came first: its text is the verdict.
+            EXPECT_TRUE(contains(e.what(), "rank 2 never arrived")) << e.what();
+          }
+        }
+        // Rank 2 never calls: it only outlives the others' calls.
+        store->set("test/done/" + std::to_string(rank), {1}, Deadline::after(10s));
+        store->wait(keys_of("test/done/"), Deadline::after(50s));
+        store->set("test/left/" + std::to_string(rank), {1}, Deadline::after(10s));
+      },
+      60s);
   expect_all_ok(results);
 }
 
