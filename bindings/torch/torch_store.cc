@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "bindings/torch/torch_errors.h"
@@ -9,6 +10,9 @@
 
 namespace gloo_lite::torch_backend {
 namespace {
+
+// Waits this short poll the store (TorchStore::wait).
+constexpr std::chrono::milliseconds kPolledWait{1000};
 
 std::string join(const std::vector<std::string>& keys) {
   std::string joined;
@@ -45,10 +49,25 @@ void TorchStore::wait(const std::vector<std::string>& keys, const Deadline& dead
   if (deadline.is_never() && budget <= std::chrono::milliseconds(0)) {
     budget = std::chrono::hours(24);
   }
-  if (budget <= std::chrono::milliseconds(0)) {
-    if (store_->check(keys)) return;
-    throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " + description_ +
-                       " before the deadline");
+  if (!deadline.is_never() && budget <= kPolledWait) {
+    // A short wait polls check() instead of torch's wait: one of those that times out costs a
+    // cancel round trip and two warnings in torch's log, whose formatting of the socket's
+    // address may look its name up (seconds where lookups time out). gloo_lite waits in
+    // slices of 50 ms (the shared-memory setup, host_segment.cc): a rank whose last slice
+    // took 1-5 s more raised that late and wrote its hang report too late for its peers,
+    // which named it as never arrived.
+    auto pause = std::chrono::milliseconds(1);
+    for (;;) {
+      if (check(keys, deadline)) return;
+      if (deadline.expired()) {
+        throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " +
+                           description_ + " before the deadline (" +
+                           std::to_string(budget.count()) +
+                           " ms): a rank has not reached this point");
+      }
+      std::this_thread::sleep_for(std::min(pause, deadline.remaining()));
+      pause = std::min(pause * 2, std::chrono::milliseconds(10));
+    }
   }
   try {
     store_->wait(keys, std::max(budget, std::chrono::milliseconds(1)));

@@ -6,6 +6,7 @@
 // How the semantics map:
 //  - reads: torch's get() waits with the store's own timeout, so a read bounded by a
 //    gloo_lite deadline first waits for the key with what is left of that deadline, then gets;
+//  - a wait of up to a second polls check(), a longer one is torch's wait (torch_store.cc);
 //  - a wait that ends by the deadline is a TimeoutError naming the keys; any other failure of
 //    the store (down, refused, broken) is a StoreError naming the store;
 //  - writes, add and check cannot be bounded by the caller: torch's store bounds them with its

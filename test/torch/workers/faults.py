@@ -1,6 +1,8 @@
 """Failures a job must survive with a clear error, on ranks the test spawns itself (so that it
 can watch the survivors):
 
+  skip_first (3 ranks) rank 1 skips a group's first all_reduce (timeout 2 s): ranks 0 and 2
+           raise within 0.5 s of the deadline, each naming rank 1 alone as absent;
   timeout  (2 ranks) init_process_group(timeout=2 s); rank 1 skips an all_reduce, then an async
            one on a second group, then never sends what rank 0 receives on a third: rank 0
            raises DistBackendError after about 2 s each time; then on a fourth (timeout 30 s)
@@ -77,6 +79,23 @@ def timeout_case():
         store.wait(["rank 0 is done"], timedelta(seconds=60))
 
 
+def skip_first_case():
+    rank, _ = init(timeout=60)
+    group = dist.new_group(backend="gloo_lite", timeout=timedelta(seconds=2))
+    store = dist.distributed_c10d._get_default_store()
+    if rank != 1:
+        # The group's first call (its shared-memory segment is set up in it): rank 1 skips it.
+        attempt("first all_reduce", lambda: dist.all_reduce(torch.ones(8), group=group))
+    # Every rank leaves once the survivors have raised; rank 0, which holds the store, last.
+    store.add("raised", 1 if rank != 1 else 0)
+    deadline = time.monotonic() + 60
+    while store.add("raised", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    store.add("left", 1)
+    while rank == 0 and store.add("left", 0) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def kill_case():
     rank, size = init(timeout=30)
     store = dist.distributed_c10d._get_default_store()
@@ -103,7 +122,8 @@ def alone_case():
 
 
 if __name__ == "__main__":
-    {"timeout": timeout_case, "kill": kill_case, "alone": alone_case}[sys.argv[1]]()
+    {"timeout": timeout_case, "skip_first": skip_first_case, "kill": kill_case,
+     "alone": alone_case}[sys.argv[1]]()
     if dist.is_initialized():
         dist.destroy_process_group()  # of failed groups too: must not hang
     say("exiting")
