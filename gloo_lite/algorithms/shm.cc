@@ -590,6 +590,15 @@ void run_in_segment(const Call& call, HostSegment& segment, int context_rank,
   segment.begin(call);
   try {
     steps(call, segment);
+    if (call.op == ReduceOp::kCustom) {
+      // A user's reduction may throw, and in most steps a rank reduces only what the others
+      // published, so nobody would wait for it: its peers would return and fail only at their
+      // next call. One more round, in which each rank says its reductions succeeded, fails
+      // them in this call (the thrower's abort reaches them in wait_all), as on messages. The
+      // built-in operations never throw and skip it.
+      segment.publish();
+      segment.wait_all(segment.seq());
+    }
   } catch (const MismatchError& e) {
     segment.abort(context_rank, transport::ErrorKind::kMismatch, e.what());
     segment.end();

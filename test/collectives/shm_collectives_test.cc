@@ -18,6 +18,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -437,6 +438,45 @@ TEST(Shm, StoppedRankTimesOutNamingIt) {
     } else {
       EXPECT_TRUE(result.ok()) << result.describe();
     }
+  }
+}
+
+// A custom reduction that throws on rank 1: in the small calls every rank reduces the inputs
+// itself, and in a reduce only the root does, so nobody waited for rank 1 after it published its
+// input: the others returned success and failed only at their next call. Every rank must fail
+// in the call, with rank 1's text, as over messages (issue 23, item 9).
+TEST(Shm, CustomReductionThatThrowsFailsEveryRankInTheCall) {
+  for (bool reduce_only : {false, true}) {
+    expect_all_ok(run_context_processes(4, [&](Context& context) {
+      const int rank = context.rank();
+      CollectiveOptions options;
+      options.algorithm = "shm";
+      options.timeout = 20s;
+      options.custom = [rank](void* dst, const void* src, size_t elements) {
+        if (rank == 1) throw std::runtime_error("user reduction refused its input");
+        auto* d = static_cast<float*>(dst);
+        const auto* s = static_cast<const float*>(src);
+        for (size_t i = 0; i < elements; ++i) d[i] += s[i];
+      };
+      std::vector<float> data(4, 1.0f);
+      const char* what = reduce_only ? "reduce to rank 1" : "allreduce";
+      auto start = Clock::now();
+      try {
+        if (reduce_only) {
+          reduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                 ReduceOp::kCustom, 1, options);
+        } else {
+          allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                    ReduceOp::kCustom, options);
+        }
+        ADD_FAILURE() << what << ": rank " << rank << " returned";
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("user reduction refused its input"), std::string::npos)
+            << what << ", rank " << rank << ": " << e.what();
+      }
+      EXPECT_LT(elapsed_ms(start), 2000) << what << ": rank " << rank;
+      store_barrier(context, "done");
+    }));
   }
 }
 
