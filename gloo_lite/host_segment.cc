@@ -63,6 +63,23 @@ std::string name_in(const std::vector<int>& context_ranks, int rank) {
   return "rank " + std::to_string(context_ranks[rank]);
 }
 
+// Throws the context's mesh failure, if it failed: a peer that aborted (its call timed out, was
+// interrupted, or its context was closed) before this rank came to set up the segment will never
+// write the keys waited for here. A segment not made yet has no abort record, so the mesh is
+// where that abort is (for shared memory, once failure_cause() has read the notice: no thread
+// reads it while this rank is in no wait). A mismatch is raised as one (enter_collective), any
+// other cause as the rank's where it began, as a host segment's abort record is.
+void watch_mesh(Context& context, const algo::Call& call) {
+  transport::Mesh& mesh = context.mesh();
+  transport::AbortCause cause = mesh.failure_cause();
+  if (!cause.known()) return;
+  mesh.enter_collective(call.tag, call.fingerprint);
+  if (cause.origin == context.rank()) throw ConnectionError(cause.text);
+  std::string what = transport::describe_abort(cause, cause.origin,
+                                               [](int r) { return "rank " + std::to_string(r); });
+  throw transport::RelayedAbort(what, cause);
+}
+
 // Store reads in slices, so that a context that fails meanwhile (destroyed with this call in
 // flight, aborted by a peer) ends the wait at once instead of at the deadline; after the first
 // slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
@@ -89,6 +106,7 @@ std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
           throw ConnectionError(context.describe() +
                                 " failed while its ranks set up shared memory: " + failure);
         }
+        watch_mesh(context, call);
       }
       if (probe && probes.empty()) {
         for (int peer = 0; peer < call.size; ++peer) {

@@ -147,6 +147,25 @@ bool ShmMesh::arrivals_pending() {
   return false;
 }
 
+void ShmMesh::take_in_notice(int peer) {
+  // (Under the mutex.) A closing pair's notice was read; it only waits for its leftovers.
+  const Pair* pair = pairs_[peer].get();
+  if (pair == nullptr || !pair->open || pair->closing || pair->inbox.control == nullptr) return;
+  if (pair->inbox.control->close_state.load(std::memory_order_acquire) !=
+      static_cast<uint32_t>(CloseState::kOpen)) {
+    progress();
+  }
+}
+
+transport::AbortCause ShmMesh::failure_cause() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // (One progress() reads every notice: the pairs it drained are closing after it.)
+    for (int peer = 0; peer < static_cast<int>(pairs_.size()); ++peer) take_in_notice(peer);
+  }
+  return MatchingMesh::failure_cause();
+}
+
 bool ShmMesh::has_work_for_waiter() {
   // What the next round of progress would do at once (a mixed mesh asks between two).
   std::lock_guard<std::mutex> lock(mutex_);

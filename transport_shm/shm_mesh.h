@@ -108,7 +108,10 @@ class ShmMesh : public transport::MatchingMesh {
                   const Deadline& until) override;
   void abort(const std::string& reason) override;
   std::string describe_peer(int peer) const override;  // "rank 3 (pid 4711)"
-  bool has_work_for_waiter() override;                 // for a mixed mesh's wait slices
+  // Reads the close and abort notices no waiter has read yet first: a rank outside any wait
+  // (a late rank setting up a host segment) learns of a peer's abort when it looks.
+  transport::AbortCause failure_cause() override;
+  bool has_work_for_waiter() override;  // for a mixed mesh's wait slices
 
  private:
   bool peer_open(int peer) const override { return pairs_[peer] && pairs_[peer]->open; }
@@ -124,6 +127,7 @@ class ShmMesh : public transport::MatchingMesh {
   void make_progress() override;
   // A call in a host segment reads no ring: its stray messages are taken in (and judged) here.
   void take_in_arrivals() override { progress(); }
+  void take_in_notice(int peer) override;  // shm_mesh.cc
   // Unread records in any inbox (shm_mesh.cc); out of band notices are left to the waiters.
   bool arrivals_pending() override;
   void wake_polling_waiter() override;

@@ -86,7 +86,11 @@ void MatchingMesh::fail_operations_of_peer(int peer, ErrorKind kind, const std::
 }
 
 void MatchingMesh::fail_all_operations(ErrorKind kind, const std::string& message) {
-  if (!mesh_failure_.failed()) mesh_failure_ = {kind, message};
+  if (!mesh_failure_.failed()) {
+    mesh_failure_ = {kind, message};
+    // The next enter_collective() must look: it raises a mismatch as one.
+    judge_next_.store(true, std::memory_order_release);
+  }
   for (auto& [tag, ops] : posted_) {
     for (auto& op : ops) fail_op(op, kind, message);
   }

@@ -107,6 +107,7 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   auto op = std::make_shared<Op>(this, Op::Kind::kSend, tag, memory, offset, bytes, fingerprint);
   op->peers_ = {peer};
   std::lock_guard<std::mutex> lock(mutex_);
+  take_in_notice(peer);
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
     failure_raised();
@@ -158,6 +159,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   auto op = std::make_shared<Op>(this, Op::Kind::kRecv, tag, memory, offset, bytes, fingerprint);
   op->peers_ = peers;
   std::lock_guard<std::mutex> lock(mutex_);
+  for (int peer : peers) take_in_notice(peer);
   enter_call(tag, fingerprint);
   if (mesh_failure_.failed() && mesh_failure_.kind == ErrorKind::kMismatch) {
     // After a collective mismatch nothing that waits in the queue may match a receive.

@@ -262,6 +262,11 @@ class MatchingMesh : public Mesh {
   // that drive it alone (no thread of its own judges against a history the fast path leaves
   // behind) may ever say no; the default, yes, keeps the history exact.
   virtual bool arrivals_pending() { return true; }
+  // send() and recv(), before they judge the mesh and the peer: a notice `peer` left out of
+  // band (its close or abort) that nobody has read yet is read now, with what it wrote before
+  // it, so that a post after a peer's abort fails as it would where a thread reads each notice
+  // as it comes (TCP). Costs a load per post; only a transport without such a thread needs it.
+  virtual void take_in_notice(int peer) { (void)peer; }
   // A request completed or failed and completed_ was notified; a transport whose waiters
   // may sleep elsewhere (TCP's caller-driven poll) wakes them here.
   virtual void wake_polling_waiter() {}
