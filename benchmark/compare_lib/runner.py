@@ -133,6 +133,32 @@ def snapshot_build(build, scratch):
     return dst
 
 
+GLOO_HOSTNAME_LINE = '  attr.hostname = "127.0.0.1";\n'
+GLOO_HOSTNAME_PATCHED = ('  attr.hostname = std::getenv("GLOO_ANCHOR_HOSTNAME") ? '
+                         'std::getenv("GLOO_ANCHOR_HOSTNAME") : "127.0.0.1";\n')
+
+
+def patch_gloo_hostname(path):
+    """The Gloo anchor listens on and publishes 127.0.0.1. In the scratch copy (never in
+    ../shared), that address comes from GLOO_ANCHOR_HOSTNAME when set, as in compare's own
+    gloo_barrier.cpp: benchmark/cluster runs each rank in its own network namespace, where
+    loopback reaches no other host. Unset, the program is the anchor's, byte for byte in effect.
+    A source without that one line is left alone (the caller then cannot cross namespaces)."""
+    if not os.path.exists(path):
+        return False
+    with open(path) as fh:
+        text = fh.read()
+    if GLOO_HOSTNAME_PATCHED in text:
+        return True
+    if text.count(GLOO_HOSTNAME_LINE) != 1:
+        log("compare: %s has no single 'attr.hostname = \"127.0.0.1\";' line; "
+            "GLOO_ANCHOR_HOSTNAME is ignored" % path)
+        return False
+    with open(path, "w") as fh:
+        fh.write(text.replace(GLOO_HOSTNAME_LINE, GLOO_HOSTNAME_PATCHED))
+    return True
+
+
 def prepare_anchors(anchors_src, scratch, want_gloo=True, want_mpi=True):
     """Copies the anchors to scratch/anchors and builds what is wanted. Returns a dict of the
     binaries that built: gloo_bench, mpi_bench, gloo_barrier, mpi_barrier (missing = skip)."""
@@ -144,6 +170,7 @@ def prepare_anchors(anchors_src, scratch, want_gloo=True, want_mpi=True):
             for name in [root] + [os.path.join(root, f) for f in files]:
                 os.chmod(name, os.stat(name).st_mode | 0o200)
     os.makedirs(os.path.join(dst, ".run"), exist_ok=True)
+    patch_gloo_hostname(os.path.join(dst, "gloo_bench.cpp"))
     bins = {}
 
     def build(name, cmd):
@@ -306,7 +333,9 @@ class Runner:
             env["GLOO_LITE_TRANSPORT"] = transport
         return env
 
-    def gloo_lite_cmd(self, variant, coll, P, size, json_path, rss_dir=None):
+    def gloo_lite_bench_cmd(self, variant, coll, P, size, json_path):
+        """One rank's gloo_lite_bench command line for one size (benchmark/cluster starts these
+        itself, one per rank in its namespace; compare under gloo_lite_run)."""
         s = str(self.gl_bytes(coll, P, size))
         warm = 20 if size < (1 << 20) else 3 if size < (16 << 20) else 2
         bench = [self.gl_bench, "--collective", coll, "-b", s, "-e", s, "-f", "2",
@@ -318,6 +347,10 @@ class Runner:
             n = self.gl_iters(variant, coll, P, size) if self.cfg.gl_iters == "auto" \
                 else int(self.cfg.gl_iters)
             bench += ["-n", str(n)]
+        return bench
+
+    def gloo_lite_cmd(self, variant, coll, P, size, json_path, rss_dir=None):
+        bench = self.gloo_lite_bench_cmd(variant, coll, P, size, json_path)
         if rss_dir:
             bench = [self.wrapper, rss_dir] + bench
         return [self.gl_run, "-n", str(P), "--"] + bench

@@ -1,19 +1,24 @@
 # shellcheck shell=bash
 # Network-namespace topology for the fault tests, sourced by link_cut_test.sh and
-# test/faults/run_faults.sh. Needs root and iproute2.
+# test/faults/run_faults.sh, and by benchmark/cluster (its simulated hosts). Needs root and
+# iproute2 (tc for netns_shape).
 #
 #   netns_setup N     a hub namespace holding bridge br0 (192.0.2.254/24) and N rank
 #                     namespaces, rank i with veth0 = 192.0.2.(i+1)/24 cabled to port pI on br0
 #   netns_exec i CMD  run CMD in rank i's namespace (i = hub for the hub)
 #   netns_cut i       ip link set down on port pI, the hub end of rank i's cable
 #   netns_restore i   ip link set up on it again
+#   netns_shape i RATE  shape both directions of rank i's cable to RATE (tc's units, e.g.
+#                     1gbit, 200mbit) with a token bucket, as a host's NIC: veth0's egress in
+#                     namespace i and pI's egress in the hub (what namespace i receives)
 #   netns_teardown    kill what still runs in the namespaces and delete them (idempotent)
 #
 # Only documentation addresses (192.0.2.0/24, RFC 5737) are used, and nothing is created in the
 # caller's own namespace: every link is made directly inside the new namespaces, so deleting
-# them removes every veth and the bridge.
+# them removes every veth, qdisc and the bridge. NETNS_PREFIX, when set before sourcing, names
+# the namespaces (default glf<pid>).
 
-NETNS_PREFIX="glf$$"
+NETNS_PREFIX=${NETNS_PREFIX:-"glf$$"}
 NETNS_RANKS=0
 NETNS_HUB_ADDRESS=192.0.2.254
 
@@ -84,6 +89,12 @@ netns_setup() {
 
 netns_cut() { ip -n "$(netns_name hub)" link set "p$1" down; }
 netns_restore() { ip -n "$(netns_name hub)" link set "p$1" up; }
+
+netns_shape() {
+  local tbf=(tbf rate "$2" burst 256kb latency 100ms)
+  ip netns exec "$(netns_name "$1")" tc qdisc replace dev veth0 root "${tbf[@]}" || return 1
+  ip netns exec "$(netns_name hub)" tc qdisc replace dev "p$1" root "${tbf[@]}"
+}
 
 netns_teardown() {
   local ns pids

@@ -67,7 +67,10 @@ int main(int argc, char** argv) {
   }
 
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  // The address to listen on and publish: loopback unless GLOO_ANCHOR_HOSTNAME names another
+  // (benchmark/cluster runs each rank in its own network namespace).
+  const char* hostname = std::getenv("GLOO_ANCHOR_HOSTNAME");
+  attr.hostname = hostname != nullptr && *hostname != '\0' ? hostname : "127.0.0.1";
   attr.ai_family = AF_INET;
   auto dev = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(storeDir);
