@@ -229,6 +229,53 @@ class ClusterRun:
         return self.annotate(recs, coll, size, pass_no, wall)
 
 
+    def mpi(self, coll, size, pass_no):
+        """Open MPI: mpirun in the hub, one orted per host started by the rsh agent in the
+        host's namespace (and its own UTS namespace, see MPI_AGENT), ob1 with TCP across hosts
+        and vader inside one."""
+        cmd = self.run.mpi_cmd("ob1_tcp", coll, self.P, size)
+        tail = cmd[cmd.index("-np"):]
+        tail[3] = "ob1_tcp_vader"  # mpi_bench's label
+        cmd = ["mpirun", "--hostfile", self.mpi_hostfile, "--map-by", "slot",
+               "--mca", "plm_rsh_agent", self.mpi_agent] + MPI_OPTS + tail
+        t0 = time.monotonic()
+        rc, out, err = runner._run(self.cl.exec_prefix("hub") + cmd, self.cfg.timeout,
+                                   cwd=self.run.anchor_dir, env=base_env())
+        wall = time.monotonic() - t0
+        recs = model.parse_anchor_csv(out, size=size) if rc == 0 else []
+        if rc != 0 or not recs:
+            return self.failed("openmpi", "ob1_tcp_vader", coll, size, rc or 97, err)
+        return self.annotate(recs, coll, size, pass_no, wall)
+
+    def prepare_mpi(self):
+        """The rsh agent and the hostfile (one line per host namespace, its ranks as slots)."""
+        self.mpi_agent = os.path.join(self.scratch, "netns_agent.sh")
+        with open(self.mpi_agent, "w") as fh:
+            fh.write(MPI_AGENT)
+        os.chmod(self.mpi_agent, 0o755)
+        self.mpi_hostfile = os.path.join(self.scratch, "hostfile")
+        with open(self.mpi_hostfile, "w") as fh:
+            for h, r in enumerate(self.shape):
+                fh.write("%s slots=%d\n" % (self.cl.namespace(h), r))
+
+
+# mpirun's rsh agent: "agent HOST COMMAND..." runs the orted command in namespace HOST. The
+# simulated hosts share one kernel hostname, and Open MPI names its per-host files after it
+# (session directory, vader's shared-memory segments): under one name, two hosts' local rank 0
+# opened the same segment and crashed (SIGSEGV, PMIx NO-PERMISSIONS). Each orted therefore gets
+# a UTS namespace with the host's namespace name as its hostname.
+MPI_AGENT = """#!/bin/sh
+host=$1
+shift
+exec ip netns exec "$host" unshare --uts /bin/sh -c "hostname $host && exec $*"
+"""
+# TCP across hosts on the cluster's addresses only, vader (shared memory) inside a host
+MPI_OPTS = ["--allow-run-as-root", "--oversubscribe", "--mca", "pml", "ob1",
+            "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", "192.0.2.0/24",
+            "--mca", "btl_tcp_disable_family", "6", "--mca", "oob_tcp_if_include",
+            "192.0.2.0/24", "--mca", "oob_tcp_disable_ipv6_family", "true"]
+
+
 def meta_info(cfg, argv):
     return dict(
         date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -309,16 +356,21 @@ def _run_all(cfg, cl, scratch, meta):
         meta["build"] = build
         build = runner.snapshot_build(build, scratch)
         shutil.copy2(store_bin, os.path.join(build, "tools", "gloo_lite_store"))
-    if "gloo" in cfg.lib_list:
-        if os.path.isdir(cfg.anchors):
-            bins = runner.prepare_anchors(os.path.abspath(cfg.anchors), scratch, True, False)
-        else:
-            runner.log("cluster: no anchors at %s; no Gloo" % cfg.anchors)
+    want_gloo = "gloo" in cfg.lib_list
+    want_mpi = "mpi" in cfg.lib_list
     mpi_note = "not asked for"
-    if "mpi" in cfg.lib_list:
-        mpi_note = ("not run: Open MPI is not launched across the namespaces yet "
-                    "(docs/benchmarking.md, Clusters)")
+    if want_mpi and not (shutil.which("mpirun") and shutil.which("unshare")):
+        want_mpi = False
+        mpi_note = "not run: no mpirun or unshare (scripts/install-bench-deps.sh)"
         runner.log("cluster: Open MPI %s" % mpi_note)
+    if want_gloo or want_mpi:
+        if os.path.isdir(cfg.anchors):
+            bins = runner.prepare_anchors(os.path.abspath(cfg.anchors), scratch, want_gloo,
+                                          want_mpi)
+        else:
+            runner.log("cluster: no anchors at %s; no Gloo or Open MPI" % cfg.anchors)
+    if want_mpi:
+        mpi_note = "mpirun in the hub, orted per host namespace (rsh agent), ob1 tcp+vader"
 
     cfg.gl_iters, cfg.gl_mode = "auto", "best"
     run = runner.Runner(cfg, scratch, bins, build)
@@ -340,6 +392,8 @@ def _run_all(cfg, cl, scratch, meta):
         else:
             raise RuntimeError("gloo_lite_store did not start in the hub namespace")
     cr = ClusterRun(cfg, cl, scratch, run, STORE_PORT)
+    if want_mpi:
+        cr.prepare_mpi()
     records = []
     raw = open(os.path.join(scratch, "raw.jsonl"), "a")
     for pass_no in range(1, cfg.passes + 1):
@@ -352,6 +406,8 @@ def _run_all(cfg, cl, scratch, meta):
                 for algo in cfg.gloo_map.get(coll, ()) if "gloo" in cfg.lib_list else ():
                     if run.available("gloo", coll):
                         recs += cr.gloo(algo, coll, size, pass_no)
+                if want_mpi and run.available("openmpi", coll):
+                    recs += cr.mpi(coll, size, pass_no)
                 for r in recs:
                     raw.write(json.dumps(r) + "\n")
                     runner.log("  %-14s %6s %-9s %-18s %s" % (
