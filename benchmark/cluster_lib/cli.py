@@ -313,8 +313,7 @@ def main(argv=None):
     cl = netns.Cluster(len(cfg.shape), cfg.rate_tc)
     records, interrupted, rc = [], False, 0
     try:
-        records, mpi_note = _run_all(cfg, cl, scratch, meta)
-        meta["openmpi"] = mpi_note
+        _run_all(cfg, cl, scratch, meta, records)
     except KeyboardInterrupt:
         interrupted = True
         runner.log("cluster: interrupted")
@@ -341,7 +340,8 @@ def main(argv=None):
     return report(cfg, meta, records, scratch) or rc or (130 if interrupted else 0)
 
 
-def _run_all(cfg, cl, scratch, meta):
+def _run_all(cfg, cl, scratch, meta, records):
+    """Builds the cluster and runs every case, appending to `records` (kept when interrupted)."""
     bins = {}
     build = runner.find_build(REPO, cfg.build) if "gloo_lite" in cfg.lib_list else None
     if "gloo_lite" in cfg.lib_list:
@@ -371,6 +371,7 @@ def _run_all(cfg, cl, scratch, meta):
             runner.log("cluster: no anchors at %s; no Gloo or Open MPI" % cfg.anchors)
     if want_mpi:
         mpi_note = "mpirun in the hub, orted per host namespace (rsh agent), ob1 tcp+vader"
+    meta["openmpi"] = mpi_note
 
     cfg.gl_iters, cfg.gl_mode = "auto", "best"
     run = runner.Runner(cfg, scratch, bins, build)
@@ -394,7 +395,6 @@ def _run_all(cfg, cl, scratch, meta):
     cr = ClusterRun(cfg, cl, scratch, run, STORE_PORT)
     if want_mpi:
         cr.prepare_mpi()
-    records = []
     raw = open(os.path.join(scratch, "raw.jsonl"), "a")
     for pass_no in range(1, cfg.passes + 1):
         for coll in cfg.coll_list:
@@ -417,8 +417,7 @@ def _run_all(cfg, cl, scratch, meta):
                             else "%.2f" % r["link_frac"],
                             " (ran %s)" % r.get("chosen") if r["variant"] == "auto" else "")))
                 raw.flush()
-                records += recs
-    return records, mpi_note
+                records.extend(recs)
 
 
 def report(cfg, meta, records, scratch):

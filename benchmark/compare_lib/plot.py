@@ -26,7 +26,8 @@ def label(lib, variant):
         return "gloo_lite %s" % variant
     if lib == "gloo":
         return "Gloo %s" % variant
-    return {"ob1_tcp": "Open MPI TCP", "ob1_vader": "Open MPI shm"}.get(variant, variant)
+    return {"ob1_tcp": "Open MPI TCP", "ob1_vader": "Open MPI shm",
+            "ob1_tcp_vader": "Open MPI TCP+shm"}.get(variant, variant)
 
 
 def series(records):
