@@ -322,13 +322,19 @@ def main(argv=None):
         rc = 1
     finally:
         # also on failure and Ctrl-C: no rank, store or namespace outlives the run
+        # (a second Ctrl-C or SIGTERM must not cut the teardown short)
+        stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stops}
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
             runner.kill_active()
             cl.teardown()
             left = cl.leftovers()
+            if left:  # a namespace that an interrupted setup's last `ip` made after the listing
+                cl.teardown()
+                left = cl.leftovers()
         finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
         if left:
             runner.log("cluster: could not delete namespaces %s" % " ".join(left))
             rc = 1
