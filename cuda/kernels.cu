@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/kernels.h"
@@ -30,16 +31,35 @@ __host__ __device__ void narrow(float x, BFloat* out) {
   out->bits = __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 
-// Floats: IEEE sum/prod; min/max propagate a NaN of either side (reduction_kernels.h's rule).
+// The OR (or AND) of two floats' bit patterns.
+template <typename F>
+__host__ __device__ F combine_bits(F a, F b, bool use_or) {
+  using Bits = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
+  Bits x, y;
+  memcpy(&x, &a, sizeof x);
+  memcpy(&y, &b, sizeof y);
+  const Bits bits = use_or ? x | y : x & y;
+  F out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+// Floats: IEEE sum/prod; min/max symmetric in their operands, by reduction_kernels.h's rule (the
+// strictly smaller/larger operand, else the OR of the patterns for min and for a NaN, the AND for
+// max: -0 below +0, a NaN of either side propagates), so every rank ends with the same bits.
 template <typename F>
 __host__ __device__ F combine_float(F a, F b, ReduceOp op) {
   switch (op) {
     case ReduceOp::kProd:
       return a * b;
     case ReduceOp::kMin:
-      return isnan(a) ? a : (a < b ? a : b);
+      if (a < b) return a;
+      if (b < a) return b;
+      return combine_bits(a, b, true);
     case ReduceOp::kMax:
-      return isnan(a) ? a : (a > b ? a : b);
+      if (a > b) return a;
+      if (b > a) return b;
+      return combine_bits(a, b, isnan(a) || isnan(b));
     default:  // kSum, kAvg
       return a + b;
   }

@@ -86,7 +86,25 @@ inline I combine_integer(I a, I b) {
   }
 }
 
-// The NaN-propagating rule documented in reduction_kernels.h (matches the AVX2 kernels).
+// The float's bit pattern as the unsigned integer of its size, and back.
+template <typename F>
+using BitsOf = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
+template <typename F>
+inline BitsOf<F> bits_of(F value) {
+  BitsOf<F> bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+template <typename F>
+inline F float_of(BitsOf<F> bits) {
+  F value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// min/max by the symmetric rule of reduction_kernels.h: an operand strictly below (above) the
+// other wins; otherwise the two patterns are combined bitwise, so the result does not depend on
+// the operand order (the order in which an algorithm meets the ranks' values).
 template <typename F, ReduceOp Op>
 inline F combine_float(F a, F b) {
   if constexpr (Op == ReduceOp::kSum) {
@@ -94,25 +112,29 @@ inline F combine_float(F a, F b) {
   } else if constexpr (Op == ReduceOp::kProd) {
     return a * b;
   } else if constexpr (Op == ReduceOp::kMin) {
-    return a != a ? a : (a < b ? a : b);
+    if (a < b) return a;
+    if (b < a) return b;
+    return float_of<F>(bits_of(a) | bits_of(b));  // -0 wins a tie; a NaN stays a NaN
   } else {
-    return a != a ? a : (a > b ? a : b);
+    if (a > b) return a;
+    if (b > a) return b;
+    const bool unordered = a != a || b != b;
+    return float_of<F>(unordered ? bits_of(a) | bits_of(b) : bits_of(a) & bits_of(b));
   }
 }
 
 // min/max of a 16-bit float format with all-ones-exponent pattern `Inf` and quiet bit `Quiet`,
-// without converting: sign-magnitude patterns order like their values once negated when negative
-// (-0 and +0 both map to 0), NaNs aside. Picking an operand by the same rule as combine_float
-// and making a NaN result quiet gives exactly the widen, combine, narrow result.
+// without converting, by the same rule: sign-magnitude patterns order like their values once
+// the magnitude of a negative one is inverted (-0 maps to -1, below +0's 0), so keys tie only
+// for identical patterns; a NaN operand gives the OR of both patterns, made quiet.
 template <uint16_t Inf, uint16_t Quiet, ReduceOp Op>
 inline uint16_t min_max_16(uint16_t a, uint16_t b) {
   const int32_t magnitude_a = a & 0x7fff, magnitude_b = b & 0x7fff;
-  const int32_t key_a = (a & 0x8000) != 0 ? -magnitude_a : magnitude_a;
-  const int32_t key_b = (b & 0x8000) != 0 ? -magnitude_b : magnitude_b;
-  const bool better = Op == ReduceOp::kMin ? key_a < key_b : key_a > key_b;
-  const bool pick_a = magnitude_a > Inf || (magnitude_b <= Inf && better);
-  const uint16_t picked = pick_a ? a : b;
-  return static_cast<uint16_t>(picked | ((picked & 0x7fff) > Inf ? Quiet : 0));
+  if (magnitude_a > Inf || magnitude_b > Inf) return static_cast<uint16_t>(a | b | Quiet);
+  const int32_t key_a = (a & 0x8000) != 0 ? ~magnitude_a : magnitude_a;
+  const int32_t key_b = (b & 0x8000) != 0 ? ~magnitude_b : magnitude_b;
+  const bool pick_a = Op == ReduceOp::kMin ? key_a < key_b : key_a > key_b;
+  return pick_a ? a : b;
 }
 
 template <DataType T, ReduceOp Op>

@@ -13,7 +13,9 @@ namespace gloo_lite {
 // P once at the end with finish_average). kCustom calls `custom`.
 // kBand, kBor, kBxor (integer types only; InvalidArgument otherwise) are &, |, ^ elementwise.
 // Integer sum/prod wrap modulo 2^bits. Float min/max propagate NaN (a NaN on either side gives
-// NaN, unlike fmin), so a rank with NaN shows in the result whatever the reduction order.
+// NaN, unlike fmin), so a rank with NaN shows in the result whatever the reduction order; and
+// they are symmetric, op(a, b) and op(b, a) give the same bits (-0 is the min of -0 and +0, +0
+// the max), so every rank of an allreduce ends with the same bits.
 // Both kernel families give the same bits (reduction_kernels.h has the exact rules).
 void reduce_into(void* dst, const void* src, size_t count, DataType type, ReduceOp op,
                  const ReduceFunction& custom = {});

@@ -18,6 +18,9 @@ namespace {
 
 // ---- float arithmetic, shared by float32 and the widened 16-bit formats ----
 
+// min/max by the symmetric rule of reduction_kernels.h: minps/maxps where one operand is strictly
+// below (above) the other; where neither is (equal, +0 and -0, or a NaN) the OR of both patterns,
+// except the AND for max of two ordered operands (+0 wins).
 template <ReduceOp Op>
 inline __m256 combine_ps(__m256 a, __m256 b) {
   if constexpr (Op == ReduceOp::kSum) {
@@ -25,10 +28,12 @@ inline __m256 combine_ps(__m256 a, __m256 b) {
   } else if constexpr (Op == ReduceOp::kProd) {
     return _mm256_mul_ps(a, b);
   } else if constexpr (Op == ReduceOp::kMin) {
-    // minps gives a < b ? a : b (b when either is NaN); put a back where a is NaN.
-    return _mm256_blendv_ps(_mm256_min_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(_mm256_min_ps(a, b), _mm256_or_ps(a, b),
+                            _mm256_cmp_ps(a, b, _CMP_EQ_UQ));
   } else {
-    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    const __m256 tie = _mm256_blendv_ps(_mm256_and_ps(a, b), _mm256_or_ps(a, b),
+                                        _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), tie, _mm256_cmp_ps(a, b, _CMP_EQ_UQ));
   }
 }
 
@@ -39,9 +44,12 @@ inline __m256d combine_pd(__m256d a, __m256d b) {
   } else if constexpr (Op == ReduceOp::kProd) {
     return _mm256_mul_pd(a, b);
   } else if constexpr (Op == ReduceOp::kMin) {
-    return _mm256_blendv_pd(_mm256_min_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
+    return _mm256_blendv_pd(_mm256_min_pd(a, b), _mm256_or_pd(a, b),
+                            _mm256_cmp_pd(a, b, _CMP_EQ_UQ));
   } else {
-    return _mm256_blendv_pd(_mm256_max_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
+    const __m256d tie = _mm256_blendv_pd(_mm256_and_pd(a, b), _mm256_or_pd(a, b),
+                                         _mm256_cmp_pd(a, b, _CMP_UNORD_Q));
+    return _mm256_blendv_pd(_mm256_max_pd(a, b), tie, _mm256_cmp_pd(a, b, _CMP_EQ_UQ));
   }
 }
 
@@ -131,27 +139,24 @@ inline void store(char* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m
 
 constexpr int kRoundNearestEven = _MM_FROUND_TO_NEAREST_INT;
 
-// min/max without conversion, the algorithm of min_max_16 in reduction.cc on 16 lanes: negate
-// the magnitude of negative patterns to get keys that order like the values, pick an operand,
-// make a NaN result quiet.
+// min/max without conversion, the algorithm of min_max_16 in reduction.cc on 16 lanes: invert
+// the magnitude of negative patterns to get keys that order like the values (-0 below +0), pick
+// an operand; where either is a NaN, the OR of both made quiet.
 template <uint16_t Inf, uint16_t Quiet, ReduceOp Op>
 inline __m256i min_max_16(__m256i a, __m256i b) {
   const __m256i magnitude_bits = _mm256_set1_epi16(0x7fff);
   const __m256i inf = _mm256_set1_epi16(static_cast<short>(Inf));
   const __m256i magnitude_a = _mm256_and_si256(a, magnitude_bits);
   const __m256i magnitude_b = _mm256_and_si256(b, magnitude_bits);
-  const __m256i negative_a = _mm256_srai_epi16(a, 15), negative_b = _mm256_srai_epi16(b, 15);
-  const __m256i key_a = _mm256_sub_epi16(_mm256_xor_si256(magnitude_a, negative_a), negative_a);
-  const __m256i key_b = _mm256_sub_epi16(_mm256_xor_si256(magnitude_b, negative_b), negative_b);
-  const __m256i better =
-      Op == ReduceOp::kMin ? _mm256_cmpgt_epi16(key_b, key_a) : _mm256_cmpgt_epi16(key_a, key_b);
+  const __m256i key_a = _mm256_xor_si256(magnitude_a, _mm256_srai_epi16(a, 15));
+  const __m256i key_b = _mm256_xor_si256(magnitude_b, _mm256_srai_epi16(b, 15));
   const __m256i pick_a =
-      _mm256_or_si256(_mm256_cmpgt_epi16(magnitude_a, inf),
-                      _mm256_andnot_si256(_mm256_cmpgt_epi16(magnitude_b, inf), better));
-  const __m256i picked = _mm256_blendv_epi8(b, a, pick_a);
-  const __m256i picked_nan = _mm256_cmpgt_epi16(_mm256_and_si256(picked, magnitude_bits), inf);
-  return _mm256_or_si256(
-      picked, _mm256_and_si256(picked_nan, _mm256_set1_epi16(static_cast<short>(Quiet))));
+      Op == ReduceOp::kMin ? _mm256_cmpgt_epi16(key_b, key_a) : _mm256_cmpgt_epi16(key_a, key_b);
+  const __m256i either_nan =
+      _mm256_or_si256(_mm256_cmpgt_epi16(magnitude_a, inf), _mm256_cmpgt_epi16(magnitude_b, inf));
+  const __m256i nan =
+      _mm256_or_si256(_mm256_or_si256(a, b), _mm256_set1_epi16(static_cast<short>(Quiet)));
+  return _mm256_blendv_epi8(_mm256_blendv_epi8(b, a, pick_a), nan, either_nan);
 }
 
 // bfloat16 is the top half of a float: the even elements of a vector become floats by a shift

@@ -10,16 +10,19 @@
 //  - Integers: sum and prod wrap modulo 2^bits (computed on the unsigned type, so signed overflow
 //    is not undefined behaviour); min/max are exact; band/bor/bxor are &, |, ^ of the
 //    two's-complement bits.
-//  - Floats: IEEE sum and prod. min/max propagate NaN: min(a, b) = isnan(a) ? a : (a < b ? a : b)
-//    and likewise for max, so a NaN on any rank makes the reduced element NaN whatever the
-//    reduction order (fmin-style NaN dropping would hide a diverged rank). This is the x86
-//    minps/maxps rule plus a NaN check on `a`; for equal operands, +0 and -0 included, it
-//    returns b. NaN payloads are not specified.
+//  - Floats: IEEE sum and prod. min/max are symmetric, op(a, b) and op(b, a) give the same bits,
+//    so every rank ends with the same bits whatever order an algorithm combines their values in:
+//    where one operand is strictly below (min) or above (max) the other it is the result;
+//    otherwise the two bit patterns are combined: OR for min of equal values (-0 wins over +0),
+//    AND for max of equal values (+0 wins), and OR where either is a NaN, which is a NaN (all-ones
+//    exponent, non-zero mantissa) whatever the other operand. So a NaN on any rank makes the
+//    reduced element NaN (fmin-style NaN dropping would hide a diverged rank); its payload and
+//    sign mix those of the operands.
 //  - float16/bfloat16: both operands widen exactly to float, combine in float, round once to
 //    nearest-even (float16_bits.h). Since float has at least 2p+2 bits for both formats, this
-//    equals the correctly rounded 16-bit sum/product. min/max give the same bits without the
-//    conversions: they compare the patterns as sign-magnitude integers and return an operand
-//    (a NaN made quiet).
+//    equals the correctly rounded 16-bit sum/product. min/max follow the rule above without
+//    conversions: they compare the patterns as sign-magnitude integers (-0 below +0) and return
+//    an operand, or the OR of both made quiet where either is a NaN.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 // arithmetic everywhere nvcc is, and a GPU run (Cuda/Pipeline.*) checks the launches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -69,7 +70,15 @@ TEST(CudaKernelsOnHost, ReduceMatchesTheCpuKernelsForEveryTypeAndOp) {
       if (is_bitwise(op) && !is_integer(type)) continue;
       const size_t bytes = kCount * element_size(type);
       const auto seed = static_cast<uint64_t>(type) * 16 + static_cast<uint64_t>(op);
-      const std::vector<uint8_t> a = random_bytes(bytes, seed), b = random_bytes(bytes, ~seed);
+      std::vector<uint8_t> a = random_bytes(bytes, seed), b = random_bytes(bytes, ~seed);
+      if (!is_integer(type)) {
+        // +0 and -0 in both orders: min must give -0 and max +0 whatever the operand order.
+        const size_t e = element_size(type);
+        std::fill(a.begin(), a.begin() + 2 * e, 0);
+        std::fill(b.begin(), b.begin() + 2 * e, 0);
+        b[e - 1] = 0x80;      // element 0: a = +0, b = -0
+        a[2 * e - 1] = 0x80;  // element 1: a = -0, b = +0 (the sign is the top bit, little endian)
+      }
       std::vector<uint8_t> expected = a, got = a;
       reduce_into(expected.data(), b.data(), kCount, type, op);
       kernels::reduce_on_host(got.data(), b.data(), kCount, type, op);
