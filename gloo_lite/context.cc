@@ -505,6 +505,7 @@ static uint64_t point_to_point_tag(const char* what, int rank, int peer, uint64_
 Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
                     std::chrono::milliseconds timeout) {
   uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  detail::check_transfer_buffer("send", rank_, peer, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{true, peer, 1, tag}, point_to_point_, *mesh_,
       mesh_->register_memory(const_cast<void*>(data), bytes),
@@ -523,6 +524,7 @@ Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes,
                         std::chrono::milliseconds timeout) {
   int first = peers.empty() ? -1 : peers[0];
   uint64_t wire_tag = point_to_point_tag("recv", rank_, first, tag);
+  detail::check_transfer_buffer("recv", rank_, first, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{false, first, peers.size(), tag}, point_to_point_, *mesh_,
       mesh_->register_memory(data, bytes), deadline_for(timeout, options_.timeout));
@@ -536,6 +538,7 @@ Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes,
 void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
   uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  detail::check_transfer_buffer("send", rank_, peer, data, bytes);
   auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
   auto request = mesh_->send(peer, wire_tag, *memory, 0, bytes);
   mesh_->wait({request}, deadline_for(timeout, options_.timeout));
@@ -549,6 +552,7 @@ void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
 int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                       std::chrono::milliseconds timeout) {
   uint64_t wire_tag = point_to_point_tag("recv", rank_, peers.empty() ? -1 : peers[0], tag);
+  detail::check_transfer_buffer("recv", rank_, peers.empty() ? -1 : peers[0], data, bytes);
   auto memory = mesh_->register_memory(data, bytes);
   auto request = mesh_->recv(peers, wire_tag, *memory, 0, bytes);
   mesh_->wait({request}, deadline_for(timeout, options_.timeout));

@@ -1,9 +1,49 @@
 // Point-to-point work and its hub (point_to_point.h).
 #include "gloo_lite/point_to_point.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "gloo_lite/argument_checks.h"
+#include "gloo_lite/base/error.h"
 
 namespace gloo_lite::detail {
+
+namespace {
+
+constexpr size_t kMappedCheckBytes = size_t{1} << 20;
+
+// Whether the page holding `address` is mapped in this process (mincore fails with ENOMEM on an
+// unmapped page and on an address beyond the user address space).
+bool page_is_mapped(uintptr_t address) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  unsigned char resident = 0;
+  return mincore(reinterpret_cast<void*>(address & ~(page - 1)), 1, &resident) == 0;
+}
+
+}  // namespace
+
+void check_transfer_buffer(const char* what, int rank, int peer, const void* data, size_t bytes) {
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const char* beyond = nullptr;
+  if (bytes > max_buffer_bytes()) {
+    beyond = "more than any buffer holds (PTRDIFF_MAX bytes)";
+  } else if (bytes > std::numeric_limits<uintptr_t>::max() - start) {
+    beyond = "the range wraps past the end of the address space";
+  } else if (bytes >= kMappedCheckBytes && !page_is_mapped(start + bytes - 1)) {
+    beyond = "the range ends in memory that is not mapped, past the buffer";
+  }
+  if (beyond == nullptr) return;
+  const bool send = what[0] == 's';
+  throw InvalidArgument(std::string(what) + " on rank " + std::to_string(rank) +
+                        (send ? " to rank " : " from rank ") + std::to_string(peer) + ": " +
+                        std::to_string(bytes) + " bytes: " + beyond +
+                        "; pass the buffer's size in bytes (nothing was sent or received)");
+}
 
 bool PointToPointHub::enter() {
   std::lock_guard<std::mutex> lock(mutex_);

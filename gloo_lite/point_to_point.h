@@ -25,6 +25,14 @@ namespace gloo_lite::detail {
 
 class PointToPointWork;
 
+// Refuses (InvalidArgument naming `what`, "send" or "recv", this rank, the peer and the count),
+// before any memory is touched, a byte count that no buffer at `data` can hold: one past the
+// largest object (PTRDIFF_MAX), or one whose range wraps past the end of the address space or
+// ends in a page that is not mapped. The last is a mincore() call, made for transfers of 1 MiB
+// and more only (under 1% of their copy), so small calls pay nothing; it is what catches a count
+// of 2^40 on a 64-byte buffer, which a transport would otherwise copy the peer's memory into.
+void check_transfer_buffer(const char* what, int rank, int peer, const void* data, size_t bytes);
+
 class PointToPointHub {
  public:
   // Enters the hub to use the transport; false once it is closed.

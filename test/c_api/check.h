@@ -28,6 +28,7 @@ int last_error_mentions(const char* needle, const char* also);
 /* The parts of the test (one per file). */
 int run_collectives(void);
 int run_errors(void);
+int run_limits(void); /* huge byte counts and timeouts, 2 ranks */
 int run_killed_peer(void);
 int run_cuda(void);     /* the CUDA collectives on the host stand-in */
 int run_cuda_p2p(void); /* CUDA send/recv on the host stand-in */

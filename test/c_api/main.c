@@ -37,7 +37,7 @@ int last_error_mentions(const char* needle, const char* also) {
 int main(int argc, char** argv) {
   int status;
   if (argc != 2) {
-    fprintf(stderr, "usage: c_api_test collectives|errors|cuda|cuda_p2p|killed_peer\n");
+    fprintf(stderr, "usage: c_api_test collectives|errors|limits|cuda|cuda_p2p|killed_peer\n");
     return 2;
   }
   if (strcmp(argv[1], "collectives") == 0) {
@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
     status = run_cuda();
   } else if (strcmp(argv[1], "cuda_p2p") == 0) {
     status = run_cuda_p2p();
+  } else if (strcmp(argv[1], "limits") == 0) {
+    status = run_limits();
   } else if (strcmp(argv[1], "killed_peer") == 0) {
     status = run_killed_peer();
   } else {
