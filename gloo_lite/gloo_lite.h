@@ -196,9 +196,11 @@ typedef struct gloo_lite_work gloo_lite_work_t;
 /* For gloo_lite_work_wait: no limit. */
 #define GLOO_LITE_WAIT_FOREVER (-1)
 
-/* Waits at most timeout_ms (GLOO_LITE_WAIT_FOREVER: until done): GLOO_LITE_SUCCESS when it
- * finished well, its error when it failed, GLOO_LITE_IN_PROGRESS when it is still running (it
- * goes on under the deadline it was started with; wait again). */
+/* Waits at most timeout_ms (GLOO_LITE_WAIT_FOREVER: until done; 0: polls; an amount too long
+ * for the clock, up to INT64_MAX, also waits until done; any other negative value is
+ * GLOO_LITE_ERR_INVALID_ARGUMENT): GLOO_LITE_SUCCESS when it finished well, its error when it
+ * failed, GLOO_LITE_IN_PROGRESS when it is still running (it goes on under the deadline it was
+ * started with; wait again). */
 gloo_lite_result_t gloo_lite_work_wait(gloo_lite_work_t* work, int64_t timeout_ms);
 /* *done = 1 once finished (well or not), else 0; never blocks. */
 gloo_lite_result_t gloo_lite_work_test(gloo_lite_work_t* work, int* done);
@@ -345,7 +347,8 @@ gloo_lite_result_t gloo_lite_ibarrier(gloo_lite_context_t* context,
 /* ---- Point-to-point ---------------------------------------------------------------------- */
 /* Host buffers of `bytes` bytes; tags are the application's (0 <= tag < 2^63, a space apart
  * from the collectives'); a send matches the receive of the same (peer, tag) in order.
- * timeout_ms 0: the context's timeout. */
+ * timeout_ms 0: the context's timeout; any positive amount, INT64_MAX included, bounds the
+ * call (amounts past the clock's range mean no limit). */
 
 gloo_lite_result_t gloo_lite_send(gloo_lite_context_t* context, int peer, const void* data,
                                   size_t bytes, uint64_t tag, int64_t timeout_ms);

@@ -56,10 +56,16 @@ extern "C" {
 gloo_lite_result_t gloo_lite_work_wait(gloo_lite_work_t* work, int64_t timeout_ms) {
   return guarded(__func__, [&]() -> gloo_lite_result_t {
     Work& w = work_of(work);
-    if (timeout_ms < 0) {
+    if (timeout_ms == GLOO_LITE_WAIT_FOREVER) {
       w.wait();
       return GLOO_LITE_SUCCESS;
     }
+    if (timeout_ms < 0) {
+      bad_argument("timeout_ms is " + std::to_string(timeout_ms) +
+                   "; use GLOO_LITE_WAIT_FOREVER (-1), 0 to poll, or a positive number of "
+                   "milliseconds");
+    }
+    // Deadline::after saturates: INT64_MAX waits as long as GLOO_LITE_WAIT_FOREVER.
     return w.wait(std::chrono::milliseconds(timeout_ms)) ? GLOO_LITE_SUCCESS
                                                          : GLOO_LITE_IN_PROGRESS;
   });

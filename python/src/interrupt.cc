@@ -145,22 +145,16 @@ void raise_if_signalled() {
 
 bool wait_work(const std::shared_ptr<Context>& context, const Work& work, const char* what,
                std::optional<double> timeout, std::vector<Buffer>* keep) {
-  using Clock = std::chrono::steady_clock;
-  const bool bounded = timeout.has_value();
-  const Clock::time_point until =
-      bounded ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(std::max(0.0, *timeout)))
-              : Clock::time_point::max();
+  // No timeout, inf or any amount past the clock's range: until done (Deadline::never()).
+  const Deadline until =
+      timeout ? Deadline::after(milliseconds_from_seconds(*timeout, "Work.wait: timeout"))
+              : Deadline::never();
   for (;;) {
     bool finished = false;
     std::exception_ptr error;
     {
       nb::gil_scoped_release release;
-      auto slice = kSlice;
-      if (bounded) {
-        slice = std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::max(Clock::duration::zero(), until - Clock::now())));
-      }
+      const auto slice = std::min<std::chrono::milliseconds>(kSlice, until.remaining());
       try {
         finished = work.wait(slice);
       } catch (...) {
@@ -174,7 +168,7 @@ bool wait_work(const std::shared_ptr<Context>& context, const Work& work, const 
     // A signal after success is left for Python to raise at its next check.
     if (finished) return true;
     if (PyErr_CheckSignals() != 0) interrupted(context, work, what, keep);
-    if (bounded && Clock::now() >= until) return false;
+    if (until.expired()) return false;
   }
 }
 

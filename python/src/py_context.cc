@@ -20,7 +20,7 @@ milliseconds to_ms(const char* call, std::optional<double> seconds) {
                            std::to_string(*seconds))
                               .c_str());
   }
-  return milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
+  return milliseconds_from_seconds(*seconds, "timeout");  // saturates: 1e10 s waits, not fails
 }
 
 // A point-to-point call's one array and the Context arguments that go with it.

@@ -57,7 +57,7 @@ void def_point_to_point(nb::class_<PyContext>& cls, const char* name, const char
 std::chrono::milliseconds context_timeout(std::optional<double> seconds) {
   if (!seconds) return std::chrono::milliseconds(0);
   if (!(*seconds > 0)) throw nb::value_error("init: timeout must be a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<long long>(*seconds * 1000.0 + 0.5));
+  return milliseconds_from_seconds(*seconds, "init: timeout");  // saturates, as every door
 }
 
 PyContext* init_from_environment(std::optional<double> timeout) {

@@ -1,13 +1,25 @@
 /* The C API at the edges of its integer arguments, on 2 ranks (run over shm and over tcp):
- * byte counts no buffer can hold are refused before any memory is touched. */
+ * byte counts no buffer can hold are refused before any memory is touched; timeouts past the
+ * clock's range mean no limit, and a negative wait is refused. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "check.h"
 
 /* send/recv (both forms) of byte counts far beyond the 64-byte buffer: INVALID_ARGUMENT naming
  * the call, the peer and the count, and nothing consumed (a transfer of the right size works
  * afterwards). The receiver used to write the sender's memory past its buffer over shm. */
+/* gloo_lite_work_wait(work, timeout_ms) refused, naming timeout_ms. */
+#define EXPECT_INVALID_WAIT(work, timeout_ms)                                                   \
+  do {                                                                                          \
+    if (EXPECT_RESULT(GLOO_LITE_ERR_INVALID_ARGUMENT, gloo_lite_work_wait(work, timeout_ms))) { \
+      CHECK(last_error_mentions("gloo_lite_work_wait", "timeout_ms"));                          \
+    }                                                                                           \
+  } while (0)
+
 static void test_huge_byte_counts(gloo_lite_context_t* ctx, int rank) {
   static const uint64_t counts[] = {(uint64_t)1 << 40, (uint64_t)1 << 47, (uint64_t)1 << 62,
                                     INT64_MAX,         (uint64_t)1 << 63, UINT64_MAX};
@@ -48,15 +60,51 @@ static void test_huge_byte_counts(gloo_lite_context_t* ctx, int rank) {
   }
 }
 
+/* INT64_MAX milliseconds used to wrap the deadline into the past: calls failed at once with
+ * "TimeoutError after 9223372036854775807 ms" (failing the context) and gloo_lite_work_wait
+ * returned IN_PROGRESS at once. Now they wait as long as it takes. */
+static void test_long_timeouts(gloo_lite_context_t* ctx, int rank) {
+  int64_t value[4] = {rank, rank, rank, rank};
+  const int peer = 1 - rank;
+  gloo_lite_options_t options = GLOO_LITE_OPTIONS_INIT;
+  gloo_lite_work_t* work = NULL;
+  const struct timespec later = {0, 300 * 1000 * 1000};
+  options.timeout_ms = INT64_MAX;
+  EXPECT_OK(gloo_lite_allreduce(ctx, value, value, 4, GLOO_LITE_INT64, GLOO_LITE_SUM, &options));
+  CHECK(value[0] == 1 && value[3] == 1);
+  /* Rank 1 waits on its receive (posted before the barrier) with INT64_MAX; rank 0 sends 0.3 s
+   * after the barrier, so a wait that gives up at once sees the receive still running. */
+  if (rank == 1) EXPECT_OK(gloo_lite_irecv(ctx, peer, value, sizeof(value), 9, INT64_MAX, &work));
+  EXPECT_OK(gloo_lite_barrier(ctx, NULL));
+  if (rank == 0) {
+    nanosleep(&later, NULL);
+    value[0] = 77;
+    EXPECT_OK(gloo_lite_send(ctx, peer, value, sizeof(value), 9, INT64_MAX));
+    EXPECT_OK(gloo_lite_recv(ctx, peer, value, sizeof(value), 10, INT64_MAX));
+    CHECK(value[0] == 78);
+  } else if (work != NULL) {
+    EXPECT_INVALID_WAIT(work, -5);
+    EXPECT_OK(gloo_lite_work_wait(work, INT64_MAX));
+    CHECK(value[0] == 77);
+    EXPECT_OK(gloo_lite_work_wait(work, 0)); /* finished: polling says so */
+    EXPECT_INVALID_WAIT(work, INT64_MIN);
+    EXPECT_OK(gloo_lite_work_free(work));
+    value[0] = 78;
+    EXPECT_OK(gloo_lite_send(ctx, peer, value, sizeof(value), 10, 0));
+  }
+}
+
 int run_limits(void) {
   gloo_lite_context_t* ctx = NULL;
   int rank = -1, size = 0;
-  if (!EXPECT_OK(gloo_lite_init_from_env(0, &ctx))) return 1;
+  /* A context whose every deadline is INT64_MAX ms: its store wait used to fail at once. */
+  if (!EXPECT_OK(gloo_lite_init_from_env(INT64_MAX, &ctx))) return 1;
   EXPECT_OK(gloo_lite_context_rank(ctx, &rank));
   EXPECT_OK(gloo_lite_context_size(ctx, &size));
   test_rank = rank;
   CHECK(size == 2);
   test_huge_byte_counts(ctx, rank);
+  test_long_timeouts(ctx, rank);
   EXPECT_OK(gloo_lite_barrier(ctx, NULL));
   EXPECT_OK(gloo_lite_destroy(ctx));
   return 0;

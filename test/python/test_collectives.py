@@ -8,7 +8,7 @@ from conftest import assert_ok, launch, rank_lines, worker
 
 
 @pytest.mark.parametrize("script", ["reductions.py", "movement.py", "async_p2p.py",
-                                    "bad_arguments.py"])
+                                    "bad_arguments.py", "long_timeouts.py"])
 def test_on_four_ranks(script):
     result = launch(worker(script), n=4)
     assert_ok(result)
