@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/failure_report.h"
 #include "gloo_lite/flight_signal.h"
+#include "gloo_lite/hang_report.h"
 #include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
 #include "gloo_lite/point_to_point.h"
@@ -73,32 +75,38 @@ constexpr const char* kAbandoned = "abandoned";
 // that never began a context are listed beside a disagreement, but alone they are simply
 // missing (the caller's timeout message names them): "".
 std::string generation_disagreements(Store& store, int rank, int size, uint64_t generation) {
-  std::string out;
-  bool disagree = false;
+  std::vector<int> never_began;
+  std::map<uint64_t, std::vector<int>> elsewhere;  // by the context number they are at
   Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
+    if (deadline.expired()) return "";  // too many ranks to read in time; the caller's message
     std::string key = generation_key(peer);
     try {
-      // A count of 0 is a rank that never began a context: catch_up()'s add(key, 0) of an
-      // absent peer creates its key at 0, so "no key" and "0" mean the same.
+      // A count of 0 is a rank that never began a context: an absent key reads as 0 (catch_up()
+      // reads the peers' counters with add(key, 0)).
       uint64_t theirs =
           store.check({key}, deadline) ? std::stoull(to_string(store.get(key, deadline))) : 0;
       if (theirs == 0) {
-        out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
-               " (no context yet)";
-        continue;
-      }
-      if (theirs != generation) {
-        disagree = true;
-        out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peer) +
-               " (at context " + std::to_string(theirs) + ")";
+        never_began.push_back(peer);
+      } else if (theirs != generation) {
+        elsewhere[theirs].push_back(peer);
       }
     } catch (const std::exception&) {
       return "";  // the store cannot tell; the caller's message stands
     }
   }
-  return disagree ? out : "";
+  if (elsewhere.empty()) return "";
+  auto ranks = [](const std::vector<int>& list) {
+    return (list.size() == 1 ? "rank " : "ranks ") + rank_list(list);
+  };
+  std::string out;
+  for (const auto& [number, peers] : elsewhere) {
+    out +=
+        (out.empty() ? "" : ", ") + ranks(peers) + " (at context " + std::to_string(number) + ")";
+  }
+  if (!never_began.empty()) out += ", " + ranks(never_began) + " (no context yet)";
+  return out;
 }
 
 // After a rendezvous timeout: "rank 3" or "ranks 1, 3", the peers whose address key is still
@@ -106,18 +114,20 @@ std::string generation_disagreements(Store& store, int rank, int size, uint64_t 
 std::string missing_ranks_in(Store& store, const std::vector<std::string>& keys,
                              const std::vector<int>& ranks) {
   std::vector<int> missing;
+  size_t checked = 0;
   try {
     Deadline deadline = Deadline::after(std::chrono::milliseconds(500));
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (!store.check({keys[i]}, deadline)) missing.push_back(ranks[i]);
+    for (; checked < keys.size() && !deadline.expired(); ++checked) {
+      if (!store.check({keys[checked]}, deadline)) missing.push_back(ranks[checked]);
     }
   } catch (const std::exception&) {
     return "not every rank";
   }
   if (missing.empty()) return "not every rank";
-  std::string out = missing.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < missing.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + std::to_string(missing[i]);
+  std::string out = (missing.size() == 1 ? "rank " : "ranks ") + rank_list(missing);
+  if (checked < keys.size()) {
+    out += " (of the first " + std::to_string(checked) + " of " + std::to_string(keys.size()) +
+           " peers checked; maybe more)";
   }
   return out;
 }
@@ -337,6 +347,16 @@ uint64_t Context::catch_up(uint64_t mine, const Deadline& deadline) {
   uint64_t highest = mine;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
+    // Each read returns well within the deadline, but P of them need not (10^5 on a file store
+    // took 18 s against a 3 s timeout): the deadline bounds the loop too.
+    if (deadline.expired()) {
+      throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                         ": the timeout passed while reading the context counts of the other "
+                         "ranks from " +
+                         store_->describe() + " (at rank " + std::to_string(peer) +
+                         "); a store this slow for " + std::to_string(size_) +
+                         " ranks needs a longer timeout");
+    }
     highest =
         std::max(highest, static_cast<uint64_t>(store_->add(generation_key(peer), 0, deadline)));
   }

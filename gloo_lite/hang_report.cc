@@ -31,11 +31,37 @@ bool parse_report(const std::string& text, Report* report) {
 
 }  // namespace
 
-std::string rank_list(const std::vector<int>& ranks) {
+std::string rank_list(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  // Runs of three or more consecutive ranks as one piece ("1–9"); the others alone.
+  std::vector<std::string> pieces;
+  std::vector<size_t> piece_ranks;
+  for (size_t first = 0; first < ranks.size();) {
+    size_t last = first;
+    while (last + 1 < ranks.size() && ranks[last + 1] == ranks[last] + 1) ++last;
+    if (last - first >= 2) {
+      pieces.push_back(std::to_string(ranks[first]) + "–" + std::to_string(ranks[last]));
+      piece_ranks.push_back(last - first + 1);
+      first = last + 1;
+    } else {
+      pieces.push_back(std::to_string(ranks[first]));
+      piece_ranks.push_back(1);
+      ++first;
+    }
+  }
+  // At most kShown pieces: a message about 10^5 ranks stays a line, not 100 KB.
+  constexpr size_t kShown = 8;
   std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
-    out += std::to_string(ranks[i]);
+  const size_t shown = std::min(pieces.size(), kShown);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += i + 1 == pieces.size() ? " and " : ", ";
+    out += pieces[i];
+  }
+  if (shown < pieces.size()) {
+    size_t more = 0;
+    for (size_t i = shown; i < pieces.size(); ++i) more += piece_ranks[i];
+    out += " and " + std::to_string(more) + " more";
   }
   return out;
 }

@@ -39,7 +39,8 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
                                   const std::string& what, std::chrono::milliseconds grace,
                                   Deadline end);
 
-// "2", "0, 1 and 3", for messages.
-std::string rank_list(const std::vector<int>& ranks);
+// The one way messages list ranks: "2", "0, 1 and 3", "1–99999" (runs of three or more
+// compressed), sorted, at most 8 pieces then "and N more" ("0, 2, 4, ... and 49995 more").
+std::string rank_list(std::vector<int> ranks);
 
 }  // namespace gloo_lite

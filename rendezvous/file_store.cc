@@ -175,6 +175,13 @@ class FileStore final : public Store {
   // cannot wedge the counter; a stopped one can, hence the deadline.
   int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     FileKeyPaths paths = paths_of(key);
+    if (delta == 0) {
+      // A read: values are renamed into place whole, so it needs no lock, and it creates no
+      // files (an absent counter reads 0). Context's catch-up reads every peer's counter this
+      // way; creating them left a lock and a value file per absent rank, 2 x size in all.
+      std::optional<Bytes> current = read_value(paths.value, name_);
+      return store_detail::add_to_counter(current ? &*current : nullptr, 0, key, name_);
+    }
     make_directories(paths);
     Fd lock(::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!lock.valid()) {

@@ -25,6 +25,7 @@
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/hang_report.h"
 #include "rendezvous/stores.h"
 #include "test/collectives/process_sync.h"
 #include "test/collectives/rank_run.h"
@@ -485,6 +486,19 @@ TEST(MinMaxOfSignedZerosAndNaNs, EveryRankEndsWithTheSameBitsOnEveryAlgorithm) {
       EXPECT_TRUE(outcome->ran[a][0] && outcome->ran[a][1]) << names[a] << " declined the call";
     }
   }
+}
+
+// The one list of ranks in messages: sorted, runs compressed, at most 8 pieces.
+TEST(RankList, CompressesRunsAndStaysShortForAnyNumberOfRanks) {
+  EXPECT_EQ(rank_list({}), "");
+  EXPECT_EQ(rank_list({2}), "2");
+  EXPECT_EQ(rank_list({3, 0, 1}), "0, 1 and 3");
+  EXPECT_EQ(rank_list({5, 1, 2, 3, 4, 9, 9}), "1\u20135 and 9");
+  std::vector<int> all(99999), even(50000);
+  for (int i = 0; i < 99999; ++i) all[i] = i + 1;
+  for (int i = 0; i < 50000; ++i) even[i] = 2 * i;
+  EXPECT_EQ(rank_list(all), "1\u201399999");
+  EXPECT_EQ(rank_list(even), "0, 2, 4, 6, 8, 10, 12, 14 and 49992 more");
 }
 
 }  // namespace
