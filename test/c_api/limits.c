@@ -125,8 +125,8 @@ static int remove_directory(const char* path) {
 }
 
 /* Rank 0 alone of 100000 on a file store with a 1 s timeout: the rendezvous used to read (and
- * create) every peer's counter without looking at its deadline (18 s), leave 2 files per absent
- * rank and list all 99999 in its error (600 KB). Now: within a few seconds, a line naming
+ * create) every peer's counter without looking at its deadline (14 s here), leave 2 files per
+ * absent rank and list all 99999 in its error. Now: within a few seconds, a line naming
  * "ranks 1-99999", and only this rank's own keys left. */
 static void test_many_ranks_on_a_file_store(void) {
   char directory[] = "/tmp/gloo_lite_limits_XXXXXX";
@@ -141,10 +141,10 @@ static void test_many_ranks_on_a_file_store(void) {
   snprintf(url, sizeof(url), "file://%s", directory);
   start = now_s();
   if (EXPECT_RESULT(GLOO_LITE_ERR_TIMEOUT, gloo_lite_init(url, NULL, 0, 100000, 1000, &ctx))) {
-    CHECK(
-        last_error_mentions("ranks 1\xe2\x80\x93"
-                            "99999",
-                            NULL)); /* "ranks 1-99999", en dash */
+    /* "ranks 1-99999" (an en dash), or 1-N of the first N peers checked on a slow machine,
+     * or, slower still (a sanitizer build), the timeout passed while reading the counters. */
+    const char* error = gloo_lite_last_error();
+    CHECK(strstr(error, "ranks 1\xe2\x80\x93") != NULL || strstr(error, "context counts") != NULL);
     CHECK(strlen(gloo_lite_last_error()) < 2000);
   }
   elapsed = now_s() - start;
