@@ -31,6 +31,7 @@ using algo::Collective;
 Call describe(Context& context, Collective collective, DataType type, ReduceOp op, int root,
               const CollectiveOptions& options) {
   const char* name = algo::collective_name(collective);
+  context.require_creating_process(name);
   if (root < 0 || root >= context.size()) {
     throw InvalidArgument(std::string(name) + ": root " + std::to_string(root) +
                           " is not a rank of this context (size " + std::to_string(context.size()) +
@@ -233,6 +234,8 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
     return std::string(name) + " #" + std::to_string(turn.sequence) + " on tag " +
            std::to_string(options.tag);
   };
+  // A work started in the parent and waited for in a forked child would run here, in the child.
+  context.require_creating_process(name);
   std::string failure = context.failure();
   if (!failure.empty()) {
     throw ConnectionError(what() + " on rank " + std::to_string(call.rank) +

@@ -146,8 +146,13 @@ std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank,
   validate_knobs();
   install_flight_signal();
   if (options.timeout.count() <= 0) options.timeout = knob_ms("GLOO_LITE_TIMEOUT_MS");
+  count_forks();
+  // A forked child's last reference leaks the context (see forked()): its destructor would
+  // tear the parent's connections down, and join threads that do not exist in the child.
   std::shared_ptr<Context> context(
-      new Context(std::move(store), rank, size, std::move(device), options));
+      new Context(std::move(store), rank, size, std::move(device), options), [](Context* context) {
+        if (!context->forked()) delete context;
+      });
   try {
     context->connect();
   } catch (const StoreError& e) {
@@ -166,6 +171,8 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
       size_(size),
       device_(std::move(device)),
       options_(options),
+      fork_generation_(fork_generation()),
+      created_in_pid_(static_cast<int>(getpid())),
       recorder_(static_cast<size_t>(knob_int("GLOO_LITE_FLIGHT_RECORDS"))),
       point_to_point_(std::make_shared<detail::PointToPointHub>()) {}
 
@@ -266,6 +273,11 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
   return raw;
 }
 
+void Context::throw_forked(const char* what) const {
+  throw InvalidArgument(
+      forked_child_message(std::string(what) + " on " + describe(), created_in_pid_));
+}
+
 std::string Context::describe() const {
   return "context " + hex(context_id_) + " (rank " + std::to_string(rank_) + " of " +
          std::to_string(size_) + ")";
@@ -288,6 +300,9 @@ void Context::fail_with(transport::ErrorKind kind, const std::string& reason, bo
 
 void Context::fail_as(transport::ErrorKind kind, const std::string& reason,
                       const std::vector<int>& culprits, bool tell_peers, Deadline report_by) {
+  // Only a caller reaches here in a forked child (no thread of the parent runs there): an abort
+  // from the child would reach the parent's peers.
+  require_creating_process("abort");
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (!failure_.empty()) return;
@@ -473,6 +488,7 @@ std::shared_ptr<Context> Context::split(int color, int key) {
   // One allgather of (color, key) over the mesh: a split is ordered with the other tag-0
   // collectives and guarded like them, and its sub-contexts meet under a name that every rank
   // derives from the same count of splits.
+  require_creating_process("split");
   int32_t mine[2] = {color, key};
   std::vector<int32_t> all(2 * static_cast<size_t>(size_));
   allgather(*this, mine, all.data(), 2, DataType::kInt32);
@@ -513,10 +529,13 @@ static Deadline deadline_for(std::chrono::milliseconds timeout,
 }
 
 // Point-to-point tags are the user's half of the tag space (gloo_lite/transport/tag_space.h).
-static uint64_t point_to_point_tag(const char* what, int rank, int peer, uint64_t tag) {
+// Also the calls' check that this is the context's process.
+static uint64_t point_to_point_tag(const char* what, const Context& context, int peer,
+                                   uint64_t tag) {
+  context.require_creating_process(what);
   if (tag > tags::kMaxUserTag) {
-    throw InvalidArgument(std::string(what) + " on rank " + std::to_string(rank) + " with rank " +
-                          std::to_string(peer) + ": tag " + std::to_string(tag) +
+    throw InvalidArgument(std::string(what) + " on rank " + std::to_string(context.rank()) +
+                          " with rank " + std::to_string(peer) + ": tag " + std::to_string(tag) +
                           " is out of range; point-to-point tags are 0 <= tag < 2^63");
   }
   return tags::point_to_point(tag);
@@ -524,7 +543,7 @@ static uint64_t point_to_point_tag(const char* what, int rank, int peer, uint64_
 
 Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
                     std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag);
   detail::check_transfer_buffer("send", rank_, peer, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{true, peer, 1, tag}, point_to_point_, *mesh_,
@@ -543,7 +562,7 @@ Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
 Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                         std::chrono::milliseconds timeout) {
   int first = peers.empty() ? -1 : peers[0];
-  uint64_t wire_tag = point_to_point_tag("recv", rank_, first, tag);
+  uint64_t wire_tag = point_to_point_tag("recv", *this, first, tag);
   detail::check_transfer_buffer("recv", rank_, first, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{false, first, peers.size(), tag}, point_to_point_, *mesh_,
@@ -557,7 +576,7 @@ Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes,
 // to allocate and track, since nothing outlives the call.
 void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("send", rank_, peer, tag);
+  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag);
   detail::check_transfer_buffer("send", rank_, peer, data, bytes);
   auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
   auto request = mesh_->send(peer, wire_tag, *memory, 0, bytes);
@@ -571,7 +590,7 @@ void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
 
 int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                       std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("recv", rank_, peers.empty() ? -1 : peers[0], tag);
+  uint64_t wire_tag = point_to_point_tag("recv", *this, peers.empty() ? -1 : peers[0], tag);
   detail::check_transfer_buffer("recv", rank_, peers.empty() ? -1 : peers[0], data, bytes);
   auto memory = mesh_->register_memory(data, bytes);
   auto request = mesh_->recv(peers, wire_tag, *memory, 0, bytes);

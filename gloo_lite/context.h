@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gloo_lite/base/fork_generation.h"
 #include "gloo_lite/flight_recorder.h"
 #include "gloo_lite/transport/transport.h"
 #include "gloo_lite/work.h"
@@ -98,6 +99,18 @@ class Context : public std::enable_shared_from_this<Context> {
   // InvalidArgument instead of silently mixing up the calls).
   std::shared_ptr<Context> split(int color, int key);
 
+  // Whether this process is a fork() child of the one that created this context: the child
+  // shares the parent's sockets and segments but has none of its threads, so every call
+  // throws there (require_creating_process), and destroying the context there releases
+  // nothing: no goodbye, shutdown, abort, unlink or write into a segment may reach the
+  // parent's peers. The child's copies of the descriptors and mappings go when it exits.
+  bool forked() const { return fork_generation_ != fork_generation(); }
+  // Throws InvalidArgument naming `what` in a forked child (one relaxed load otherwise): the
+  // first check of every call.
+  void require_creating_process(const char* what) const {
+    if (forked()) throw_forked(what);
+  }
+
   // A random id rank 0 picked for this context (it travels in every handshake).
   uint64_t id() const { return context_id_; }
   // "context 3f2a9c01d2e4b5a6 (rank 1 of 4)", for messages.
@@ -165,6 +178,7 @@ class Context : public std::enable_shared_from_this<Context> {
   Context(std::shared_ptr<Store> store, int rank, int size,
           std::shared_ptr<transport::Device> device, ContextOptions options);
   void connect();
+  [[noreturn]] void throw_forked(const char* what) const;
   uint64_t agree_on_generation(const Deadline& deadline);
   // Raises this rank's count `mine` to the highest of its peers', leaving a tombstone in every
   // generation it skips; returns the count reached.
@@ -182,6 +196,8 @@ class Context : public std::enable_shared_from_this<Context> {
   std::shared_ptr<transport::Device> device_;
   ContextOptions options_;
   std::unique_ptr<transport::Mesh> mesh_;
+  const uint64_t fork_generation_;  // fork_generation() where this context was created
+  const int created_in_pid_;        // that process, for the message of a forked child's call
   std::atomic<uint64_t> split_count_{0};
   uint64_t generation_ = 0;  // this is the generation_-th context of this rank on the store
   uint64_t context_id_ = 0;

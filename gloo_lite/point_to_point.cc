@@ -45,7 +45,14 @@ void check_transfer_buffer(const char* what, int rank, int peer, const void* dat
                         "; pass the buffer's size in bytes (nothing was sent or received)");
 }
 
+PointToPointHub::PointToPointHub() : created_in_pid_(static_cast<int>(getpid())) {}
+
+std::exception_ptr PointToPointHub::forked_error(const std::string& call) const {
+  return std::make_exception_ptr(InvalidArgument(forked_child_message(call, created_in_pid_)));
+}
+
 bool PointToPointHub::enter() {
+  if (forked()) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_) return false;
   ++inside_;
@@ -109,7 +116,7 @@ void PointToPointWork::complete() {
 
 bool PointToPointWork::test() {
   if (WorkState::test()) return true;
-  if (!hub_->enter()) return WorkState::test();  // closed: detach() finished it
+  if (!hub_->enter()) return refused();
   try {
     if (request_->test()) {
       complete();
@@ -126,7 +133,7 @@ bool PointToPointWork::test() {
 
 bool PointToPointWork::wait_until(const Deadline& until) {
   if (WorkState::test()) return true;
-  if (!hub_->enter()) return WorkState::test();
+  if (!hub_->enter()) return refused();
   bool finished = true;
   try {
     // The transport's own wait: it sleeps until the request completes, fails it at its
@@ -138,6 +145,11 @@ bool PointToPointWork::wait_until(const Deadline& until) {
   }
   hub_->leave();
   return finished;
+}
+
+bool PointToPointWork::refused() {
+  if (hub_->forked()) finish(hub_->forked_error(describe()));
+  return WorkState::test();
 }
 
 void PointToPointWork::detach(transport::Mesh& mesh, const std::exception_ptr& why) {

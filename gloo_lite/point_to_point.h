@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gloo_lite/base/deadline.h"
+#include "gloo_lite/base/fork_generation.h"
 #include "gloo_lite/transport/transport.h"
 #include "gloo_lite/work_state.h"
 
@@ -35,8 +36,14 @@ void check_transfer_buffer(const char* what, int rank, int peer, const void* dat
 
 class PointToPointHub {
  public:
-  // Enters the hub to use the transport; false once it is closed.
+  PointToPointHub();
+  // Enters the hub to use the transport; false once it is closed, and in a forked child of the
+  // process that made the hub (gloo_lite/base/fork_generation.h: the transport is the
+  // parent's), where forked() is true.
   bool enter();
+  bool forked() const { return fork_generation() != fork_generation_; }
+  // The error of `call` in a forked child.
+  std::exception_ptr forked_error(const std::string& call) const;
   void leave();
   void add(const std::shared_ptr<PointToPointWork>& work);
   // Works not finished yet (each is tested first: a transfer that completed but was never
@@ -53,6 +60,8 @@ class PointToPointHub {
   int inside_ = 0;
   std::vector<std::weak_ptr<PointToPointWork>> works_;
   size_t prune_at_ = 64;  // drop expired entries when the list reaches this size
+  const uint64_t fork_generation_ = fork_generation();
+  const int created_in_pid_;  // for forked_error()
 };
 
 class PointToPointWork : public WorkState {
@@ -89,6 +98,9 @@ class PointToPointWork : public WorkState {
 
  private:
   void complete();  // the request completed: record its source and finish
+  // test()'s answer when the hub refused entry: closed (detach() finished the work), or a
+  // forked child, where the work fails without touching the parent's transport.
+  bool refused();
 
   const Kind kind_;
   std::shared_ptr<PointToPointHub> hub_;
