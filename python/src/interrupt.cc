@@ -3,6 +3,7 @@
 
 #include <semaphore.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -56,6 +57,24 @@ void watch() {
   }
 }
 
+// The exception a Python callback raised on this thread in place of its call's error (see
+// callback_raised): plain pointers, so that no destructor runs at a thread's exit without the
+// GIL; only the main thread holds one, and raise_if_signalled hands it back.
+struct HeldException {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local HeldException held;
+
+[[noreturn]] void park_forever() {
+  // Signals go to the other threads: this one never runs a handler again.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) pause();
+}
+
 std::string interruption_reason(const char* what) {
   if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
     return std::string("interrupted by SIGINT (Ctrl-C) during ") + what;
@@ -75,7 +94,7 @@ std::string interruption_reason(const char* what) {
   nb::python_error pending;  // fetched: the error indicator is clear while we wait below
   bool finished;
   {
-    nb::gil_scoped_release release;
+    GilReleased release;
     context->fail(reason);
     try {
       finished = work.wait(kAbandonAfter);
@@ -139,12 +158,47 @@ InterruptScope::~InterruptScope() {
   inflight_context.reset();
 }
 
+bool interpreter_exiting() {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  // The main thread is the one that finalizes: it must get the GIL back.
+  return finalizing && !on_main_thread();
+}
+
+GilReleased::~GilReleased() {
+  if (interpreter_exiting()) park_forever();
+  PyEval_RestoreThread(state_);
+}
+
+void callback_raised(nb::python_error& error, const char* call) {
+  if (!on_main_thread() || error.matches(PyExc_Exception)) {
+    throw gloo_lite::Error(std::string(call) + ": the custom reduction raised " + error.what());
+  }
+  error.restore();
+  const std::string reason = interruption_reason(call) + " (in its custom reduction)";
+  Py_XDECREF(held.type);  // one that no call raised (none normally: the first one fails it)
+  Py_XDECREF(held.value);
+  Py_XDECREF(held.traceback);
+  PyErr_Fetch(&held.type, &held.value, &held.traceback);
+  throw gloo_lite::Error(reason);
+}
+
 void raise_if_signalled() {
+  if (held.type != nullptr) {
+    PyErr_Restore(held.type, held.value, held.traceback);
+    held = {};
+    throw nb::python_error();
+  }
   if (PyErr_CheckSignals() != 0) throw nb::python_error();
 }
 
 bool wait_work(const std::shared_ptr<Context>& context, const Work& work, const char* what,
                std::optional<double> timeout, std::vector<Buffer>* keep) {
+  // In a forked child nothing would ever finish the parent's work.
+  context->require_creating_process(what);
   // No timeout, inf or any amount past the clock's range: until done (Deadline::never()).
   const Deadline until =
       timeout ? Deadline::after(milliseconds_from_seconds(*timeout, "Work.wait: timeout"))
@@ -153,7 +207,7 @@ bool wait_work(const std::shared_ptr<Context>& context, const Work& work, const 
     bool finished = false;
     std::exception_ptr error;
     {
-      nb::gil_scoped_release release;
+      GilReleased release;
       const auto slice = std::min<std::chrono::milliseconds>(kSlice, until.remaining());
       try {
         finished = work.wait(slice);

@@ -49,15 +49,43 @@ class InterruptScope {
 // Whether this is the thread Python runs signal handlers on.
 bool on_main_thread();
 
-// Raises (nb::python_error) the exception of a pending Python signal handler, if any.
+// Raises (nb::python_error) the exception that interrupted this thread's call: one a Python
+// callback raised (held by callback_raised), else that of a pending signal handler, if any.
 void raise_if_signalled();
 
-// Runs `body` with the GIL released. A gloo_lite error it throws is reported as the pending
-// signal's exception when there is one (Ctrl-C caused it), as itself otherwise.
+// Whether this thread must not take the GIL (again): the interpreter is finalizing and this is
+// not the thread that finalizes it. Python 3.11 - 3.13 end such a thread in pthread_exit(), a
+// forced unwind through our C++ frames that the first noexcept one (a GIL guard's destructor)
+// turns into std::terminate(): a daemon thread in a call at exit aborted the process.
+bool interpreter_exiting();
+
+// nb::gil_scoped_release for every blocking gloo_lite call: the GIL is released for its
+// lifetime and taken back at its end, unless interpreter_exiting(), when the thread parks for
+// good instead (as Python 3.14 parks it; it holds no lock then, and the process exits around
+// it).
+class GilReleased {
+ public:
+  GilReleased() : state_(PyEval_SaveThread()) {}
+  ~GilReleased();
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// A Python callback called from C++ (a custom reduction of `call`) raised `error`: throws the
+// gloo_lite::Error that fails the call. An exception that is not an Exception (KeyboardInterrupt
+// from Ctrl-C, SystemExit, what signal handlers raise) is held for this thread's call to raise
+// in its place (raise_if_signalled) when this is the main thread, which runs signal handlers.
+[[noreturn]] void callback_raised(nb::python_error& error, const char* call);
+
+// Runs `body` with the GIL released. A gloo_lite error it throws is reported as the exception
+// that interrupted it when there is one (Ctrl-C caused it), as itself otherwise.
 template <typename F>
 auto released(F&& body) -> decltype(body()) {
   try {
-    nb::gil_scoped_release release;
+    GilReleased release;
     return body();
   } catch (const gloo_lite::Error&) {
     raise_if_signalled();

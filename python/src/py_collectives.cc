@@ -6,6 +6,7 @@
 #include "gloo_lite/argument_checks.h"
 #include "gloo_lite/call_forms.h"
 #include "gloo_lite/collective_info.h"
+#include "interrupt.h"
 #include "py_context.h"
 
 namespace gloo_lite::python {
@@ -136,8 +137,14 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
     operands->objects.push_back(frombuffer);
     // Raw pointers: the std::function may be copied by C++ without the GIL; the objects stay
     // alive in `operands` for as long as the call runs.
-    options->custom = [function = op.ptr(), dtype = dtype.ptr(), frombuffer = frombuffer.ptr(),
+    options->custom = [call, function = op.ptr(), dtype = dtype.ptr(),
+                       frombuffer = frombuffer.ptr(),
                        item = element_size(type)](void* inout, const void* in, size_t count) {
+      if (interpreter_exiting()) {
+        // Taking the GIL would end this thread (interrupt.h): fail the call instead.
+        throw gloo_lite::Error(std::string(call) +
+                               ": the custom reduction cannot run: Python is exiting");
+      }
       nb::gil_scoped_acquire gil;
       try {
         const auto bytes = static_cast<Py_ssize_t>(count * item);
@@ -148,7 +155,7 @@ ReduceOp reduce_op(const char* call, nb::handle op, DataType type, CollectiveOpt
         const nb::handle f(function), view(frombuffer), type(dtype);
         f(view(a, type), view(b, type));
       } catch (nb::python_error& e) {
-        throw gloo_lite::Error(std::string("the custom reduction raised ") + e.what());
+        callback_raised(e, call);
       }
     };
     return ReduceOp::kCustom;

@@ -209,7 +209,7 @@ void PyContext::close() {
   std::shared_ptr<Context> closing = std::move(context_);
   context_.reset();
   // Destroying a context joins its transport's threads: not with the GIL held.
-  nb::gil_scoped_release release;
+  GilReleased release;
   closing.reset();
 }
 

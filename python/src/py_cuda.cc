@@ -12,6 +12,7 @@
 #include "cuda/collectives.h"
 #include "cuda/host_stand_in.h"
 #include "device_array.h"
+#include "interrupt.h"
 #include "py_context.h"
 #include "py_work.h"
 
@@ -63,7 +64,7 @@ class PyCudaCommunicator {
 
   void close() {
     if (!communicator_) return;
-    nb::gil_scoped_release release;  // waits for every call made
+    GilReleased release;  // waits for every call made
     if (own_stream_ != nullptr) communicator_->layer().destroy_stream(own_stream_);
     communicator_.reset();
   }
@@ -79,12 +80,12 @@ class PyCudaCommunicator {
   void synchronize_stream(nb::handle stream) {
     cuda::Stream s = stream_of(stream);
     cuda::DeviceLayer& layer = comm("synchronize_stream").layer();
-    nb::gil_scoped_release release;
+    GilReleased release;
     layer.synchronize_stream(s);
   }
   void synchronize() {
     cuda::Communicator& c = comm("synchronize");
-    nb::gil_scoped_release release;
+    GilReleased release;
     c.synchronize();
   }
 
@@ -271,7 +272,7 @@ class PyCudaCommunicator {
     operands.result = result.owner;
     Work work;
     {
-      nb::gil_scoped_release release;
+      GilReleased release;
       work = start();
     }
     auto handle = std::make_unique<PyWork>(context_, call, std::move(work), std::move(operands));

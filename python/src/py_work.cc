@@ -17,13 +17,17 @@ PyWork::PyWork(std::shared_ptr<Context> context, const char* what, Work work, Op
       result_(operands_.result) {}
 
 PyWork::~PyWork() {
-  if (!work_.test()) {
+  if (context_->forked()) {
+    // A forked child's copy of the parent's work: left alone, as the context is there (its
+    // arrays are the child's copies, which nothing writes).
+    new Work(std::move(work_));
+  } else if (!work_.test()) {
     if (!nb::is_alive()) {
       // No GIL to give up at exit: leave the buffers held rather than free them under the work.
       for (Buffer& buffer : operands_.buffers) new Buffer(std::move(buffer));
       operands_.buffers.clear();
     } else {
-      nb::gil_scoped_release release;
+      GilReleased release;
       try {
         work_.wait();  // bounded by the call's own deadline
       } catch (...) {
@@ -54,6 +58,7 @@ nb::object PyWork::result(std::optional<double> timeout) {
 }
 
 bool PyWork::test() {
+  context_->require_creating_process(what_);
   const bool finished = work_.test();
   if (finished) release_operands();
   return finished;

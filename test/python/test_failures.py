@@ -42,10 +42,12 @@ def wait_until_asleep(pid, timeout=20.0):
     raise AssertionError(f"process {pid} never slept in its call within {timeout} s")
 
 
-@pytest.mark.parametrize("mode", ["recv", "allreduce", "work_wait"])
+@pytest.mark.parametrize("mode", ["recv", "allreduce", "work_wait", "custom_op"])
 def test_sigint_interrupts_a_blocking_call_within_a_second(spawn, mode):
     ranks = spawn(worker("interrupted.py"), 2, args=[mode])
-    ranks.read_until(0, "blocking", timeout=60)
+    # custom_op: the signal comes while rank 0 runs Python code inside the call (its op).
+    ranks.read_until(0, "in the custom reduction" if mode == "custom_op" else "blocking",
+                     timeout=60)
     wait_until_asleep(ranks.processes[0].pid)  # inside the call, not before it
     sent = time.time()
     os.kill(ranks.processes[0].pid, signal.SIGINT)
@@ -59,3 +61,35 @@ def test_sigint_interrupts_a_blocking_call_within_a_second(spawn, mode):
     assert results[0][0] == 0, results[0]
     assert results[1][0] == 0, results[1]
     assert "peer: ConnectionError" in results[1][1] and "SIGINT" in results[1][1], results[1][1]
+
+
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+@pytest.mark.parametrize("mode", ["exit", "call"])
+def test_a_forked_child_neither_closes_nor_uses_its_parents_context(spawn, mode, transport):
+    ranks = spawn(worker("forked.py"), 2, args=[mode], env={"GLOO_LITE_TRANSPORT": transport})
+    (code0, out0), (code1, out1) = ranks.finish(timeout=60)
+    assert code0 == 0 and code1 == 0, f"rank 0:\n{out0}\nrank 1:\n{out1}"
+    # 1 + 2 on both ranks: the child's copy neither closed the parent's context nor took part.
+    assert "rank 0: allreduce [3.0, 3.0, 3.0, 3.0]" in out0, out0
+    assert "rank 1: allreduce [3.0, 3.0, 3.0, 3.0]" in out1, out1
+    assert "child exited with status 0" in out0, out0
+    if mode == "call":
+        parent = re.search(r"parent (\d+):", out0).group(1)
+        line = next(line for line in out0.splitlines() if line.startswith("child:"))
+        assert line.startswith("child: InvalidArgument: allreduce on context"), line
+        assert f"this context was created in process {parent}" in line, line
+        assert "a forked child cannot use it" in line and "create a new context" in line, line
+
+
+@pytest.mark.parametrize("call,end", [("barrier", "exit"), ("barrier", "KeyboardInterrupt"),
+                                      ("custom_op", "exit")])
+def test_a_daemon_thread_in_a_call_at_exit_ends_cleanly(spawn, call, end):
+    ranks = spawn(worker("exiting_thread.py"), 2, args=[call, end])
+    (code0, out0), (code1, out1) = ranks.finish(timeout=60)
+    # A KeyboardInterrupt that ends Python makes it die of SIGINT, as it should.
+    expected = -signal.SIGINT if end == "KeyboardInterrupt" else 0
+    assert code0 == expected and "terminate called" not in out0, f"exit status {code0}:\n{out0}"
+    assert "main thread ends" in out0 and "returned before the exit" not in out0, out0
+    assert code1 == 0, out1
+    if call == "barrier":
+        assert "rank 1: call completed" in out1, out1  # so rank 0's returned while finalizing

@@ -1,6 +1,7 @@
-"""Rank 0 blocks in a call nobody answers (60 s timeout) and is sent SIGINT by the test: the
-call must end with KeyboardInterrupt at once, the context fail with a reason naming Ctrl-C,
-and rank 1 (waiting for rank 0) learn that reason."""
+"""Rank 0 blocks in a call nobody answers (60 s timeout), or in the Python op of an allreduce
+(custom_op: it sleeps there), and is sent SIGINT by the test: the call must end with
+KeyboardInterrupt at once, the context fail with a reason naming Ctrl-C, and rank 1 (waiting for
+rank 0) learn that reason."""
 
 import sys
 import time
@@ -21,6 +22,12 @@ if R == 0:
             ctx.recv(np.empty(4, np.float32), 1, tag=5)
         elif mode == "allreduce":
             ctx.allreduce(np.ones(4, np.float32), tag=1)  # rank 1 never joins tag 1
+        elif mode == "custom_op":
+            def slow_sum(inout, other):
+                print("in the custom reduction", flush=True)
+                time.sleep(60)
+
+            ctx.allreduce(np.ones(4, np.float32), op=slow_sum)
         else:
             ctx.irecv(np.empty(4, np.float32), 1, tag=5).wait()
     except KeyboardInterrupt:
@@ -34,6 +41,9 @@ if R == 0:
         print(f"later call: {type(e).__name__}: {e}", flush=True)
 else:
     try:
+        if mode == "custom_op":
+            # May complete before rank 0's op is interrupted (then the recv learns it).
+            ctx.allreduce(np.ones(4, np.float32), op=lambda inout, other: np.add(inout, other, inout))
         ctx.recv(np.empty(4, np.float32), 0, tag=6)
     except gloo_lite.ConnectionError as e:
         print(f"peer: ConnectionError: {e}", flush=True)
