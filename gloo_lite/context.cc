@@ -178,7 +178,7 @@ Context::Context(std::shared_ptr<Store> store, int rank, int size,
 
 Context::~Context() {
   unregister_live_context(this);  // first: a dump in progress finishes before teardown
-  if (mesh_) cancel_work_in_flight();
+  if (mesh_) cancel_work_in_flight("destroyed");
   default_stream_.store(nullptr);
   default_segment_.store(nullptr);
   // Registrations go before the mesh that made them.
@@ -188,7 +188,9 @@ Context::~Context() {
   segments_.clear();
 }
 
-void Context::cancel_work_in_flight() {
+void Context::close() { cancel_work_in_flight("closed by this rank"); }
+
+void Context::cancel_work_in_flight(const char* how) {
   std::vector<std::shared_ptr<detail::Stream>> streams;
   {
     std::lock_guard<std::mutex> lock(streams_mutex_);
@@ -196,9 +198,15 @@ void Context::cancel_work_in_flight() {
     for (auto& [tag, stream] : streams_) streams.push_back(stream);
   }
   size_t in_flight = point_to_point_->pending();
-  for (const auto& stream : streams) in_flight += stream->in_flight();
-  std::string why = describe() + " was destroyed with " + std::to_string(in_flight) +
-                    " operation(s) in flight; they were cancelled";
+  std::string running;  // the collectives that hold a turn, named as the flight recorder does
+  for (const auto& stream : streams) {
+    in_flight += stream->in_flight();
+    std::string call = stream->running();
+    if (!call.empty()) running += (running.empty() ? " (" : ", ") + call;
+  }
+  std::string why = describe() + " was " + how + " with " + std::to_string(in_flight) +
+                    " operation(s) in flight" + (running.empty() ? "" : running + ")") +
+                    "; they were cancelled";
   // Peers must learn it, and the running calls must end: abort the mesh even when the context
   // had failed before (a failure relayed from a peer leaves the mesh up).
   if (in_flight > 0) {

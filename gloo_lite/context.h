@@ -136,6 +136,13 @@ class Context : public std::enable_shared_from_this<Context> {
   Work irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+  // Ends every call in flight on this context now, whichever thread runs or waits for it: the
+  // context fails with "<context> was closed by this rank with 1 operation(s) in flight
+  // (allreduce #0 on tag 1)" (abort(): the peers learn it, naming this rank), each such call
+  // raises it, and no new stream starts. Returns once none of them runs any more. For the
+  // bindings' close, while other threads' calls may still hold the context; the destructor
+  // does the same. Idempotent.
+  void close();
   // Fails this context with `reason` (fail() with a local cause): work in flight ends with it,
   // every peer raises with it naming this rank, and later calls fail at once.
   void abort(const std::string& reason);
@@ -215,7 +222,8 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<bool> failed_{false};
 
   // Cancels the work in flight (see ~Context).
-  void cancel_work_in_flight();
+  // close() and the destructor: `how` is "closed by this rank" or "destroyed".
+  void cancel_work_in_flight(const char* how);
 
   std::mutex streams_mutex_;
   bool closing_ = false;  // the destructor runs: no new streams

@@ -227,6 +227,13 @@ size_t Stream::in_flight() const {
   return queue_.size() + (running_ != nullptr ? 1 : 0);
 }
 
+std::string Stream::running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running_ == nullptr) return "";
+  return std::string(running_) + " #" + std::to_string(running_sequence_) + " on tag " +
+         std::to_string(tag_);
+}
+
 void Stream::stop(const std::exception_ptr& why) {
   std::deque<std::shared_ptr<CollectiveWork>> queued;
   {

@@ -104,6 +104,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   bool run_here_if_next(const CollectiveWork& work);
   // Calls running or queued.
   size_t in_flight() const;
+  // The call holding the turn ("allreduce #0 on tag 1"), or "" when none does.
+  std::string running() const;
   // Finishes every queued call with `why` without running it, waits for the running one to end
   // (the caller has aborted the mesh, so it ends promptly), and joins the worker.
   void stop(const std::exception_ptr& why);

@@ -208,8 +208,12 @@ void PyContext::abort(const std::string& reason) {
 void PyContext::close() {
   std::shared_ptr<Context> closing = std::move(context_);
   context_.reset();
+  if (!closing) return;
   // Destroying a context joins its transport's threads: not with the GIL held.
   GilReleased release;
+  // Other threads' calls may hold the context still (their call's references): they end now,
+  // with the cause, instead of running on until their peers come.
+  closing->close();
   closing.reset();
 }
 

@@ -498,6 +498,64 @@ TEST(Shm, ALateRankNeverCompletesOnMessagesTheFirstCallThatAPeerFailed) {
   expect_a_late_rank_fails_at_once("recursive_doubling");
 }
 
+// Rank 0's first call on a tag waits in the segment's setup for rank 1, which has not come, and
+// another thread of rank 0 closes the context (Context::close, what the Python and C bindings'
+// close does while other threads' calls hold it). The call must end at once with that cause, not
+// when rank 1 comes (item A of issue 23, part 2: Python's close only dropped a reference, so the
+// call ran on); rank 1, coming afterwards, must raise rank 0's cause, not wait for its deadline.
+TEST(Shm, CloseFromAnotherThreadEndsTheFirstCallOnATagAtOnce) {
+  expect_all_ok(run_context_processes(
+      2,
+      [&](Context& context) {
+        CollectiveOptions options;
+        options.algorithm = "shm";
+        options.tag = 1;
+        options.timeout = 20s;
+        std::vector<float> data(4, 1.0f);
+        const std::string reason =
+            "was closed by this rank with 1 operation(s) in flight "
+            "(allreduce #0 on tag 1)";
+        if (context.rank() == 0) {
+          Clock::time_point closed_at;
+          std::atomic<bool> done{false};
+          std::thread call([&] {
+            try {
+              allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                        ReduceOp::kSum, options);
+              ADD_FAILURE() << "rank 0's allreduce returned after its context was closed";
+            } catch (const ConnectionError& e) {
+              EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+              EXPECT_LT(elapsed_ms(closed_at), 1000) << e.what();
+            }
+            done = true;
+          });
+          // Rank 0 has published its verdict: it waits for rank 1's in the setup now.
+          context.store()->wait({context.store_key("shm/1/verdict/0")}, Deadline::after(20s));
+          closed_at = Clock::now();
+          context.close();  // returns once the call has ended
+          // Not joined before rank 1 comes: a call that ignored the close would end only then.
+          for (int i = 0; i < 500 && !done; ++i) std::this_thread::sleep_for(10ms);
+          EXPECT_TRUE(done) << "rank 0's allreduce still ran 5 s after the close";
+          context.store()->set("test/rank 0 closed", {1});
+          call.join();
+        } else {
+          context.store()->wait({"test/rank 0 closed"}, Deadline::after(30s));
+          auto start = Clock::now();
+          try {
+            allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                      ReduceOp::kSum, options);
+            ADD_FAILURE() << "rank 1 completed the call that rank 0 closed";
+          } catch (const ConnectionError& e) {
+            EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+          }
+          EXPECT_LT(elapsed_ms(start), 2000) << "rank 1 waited for its deadline";
+        }
+        store_barrier(context, "done");
+      },
+      40s));
+}
+
 // A custom reduction that throws on rank 1: in the small calls every rank reduces the inputs
 // itself, and in a reduce only the root does, so nobody waited for rank 1 after it published its
 // input: the others returned success and failed only at their next call. Every rank must fail

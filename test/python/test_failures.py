@@ -93,3 +93,22 @@ def test_a_daemon_thread_in_a_call_at_exit_ends_cleanly(spawn, call, end):
     assert code1 == 0, out1
     if call == "barrier":
         assert "rank 1: call completed" in out1, out1  # so rank 0's returned while finalizing
+
+
+def test_close_from_another_thread_ends_the_first_call_on_a_tag(spawn):
+    """Issue 23 (part 2), item A: a close from another thread ends a call still setting up its
+    tag's shared-memory segment within a second, and the peer learns why."""
+    ranks = spawn(worker("closed_in_flight.py"), 2)
+    results = ranks.finish(timeout=60)
+    for rank, (code, out) in enumerate(results):
+        assert code == 0, f"rank {rank} exited {code}:\n{out}"
+    out0, out1 = results[0][1], results[1][1]
+    print(out0, out1)
+    found = re.search(r"raised ConnectionError ([0-9.]+) s after close: (.*)", out0)
+    assert found, out0
+    assert float(found.group(1)) < 1.0, out0
+    assert "closed by this rank" in found.group(2) and "allreduce" in found.group(2), out0
+    found = re.search(r"peer raised ConnectionError after ([0-9.]+) s: (.*)", out1)
+    assert found, out1
+    assert float(found.group(1)) < 2.0, out1
+    assert "rank 0" in found.group(2) and "closed by this rank" in found.group(2), out1

@@ -1,0 +1,59 @@
+"""Rank 0 starts its first allreduce on tag 1 (the shared-memory collectives set up their
+segment in that call) while rank 1 has not come; another thread of rank 0 closes the context.
+The call must end within a second with an error saying the context was closed, and rank 1,
+coming to the call afterwards, must learn it from rank 0 instead of waiting for its deadline."""
+
+import os
+import threading
+import time
+
+import numpy as np
+
+import gloo_lite
+from common import context
+
+ctx = context(timeout=60)
+R = ctx.rank
+marker = os.path.join(os.environ["GLOO_LITE_TEST_STORE"][len("file://"):], "rank 0 closed")
+ctx.barrier()  # tag 0: both ranks are up; tag 1 is still untouched
+
+
+def asleep(tid):
+    with open(f"/proc/self/task/{tid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "S"
+
+
+if R == 0:
+    closed_at = []
+
+    def close_once_waiting():
+        # Once the main thread sleeps (in the call's wait, after it said "calling"), not at a
+        # fixed time: a close before the call would make it raise ValueError instead.
+        tid = threading.main_thread().native_id
+        while not asleep(tid):
+            time.sleep(0.01)
+        time.sleep(0.2)
+        closed_at.append(time.monotonic())
+        ctx.close()
+
+    closer = threading.Thread(target=close_once_waiting)
+    print("calling", flush=True)
+    closer.start()
+    try:
+        ctx.allreduce(np.ones(4, np.float32), tag=1)
+        print("returned normally", flush=True)
+    except gloo_lite.Error as e:
+        print(f"raised {type(e).__name__} {time.monotonic() - closed_at[0]:.3f} s after close: {e}",
+              flush=True)
+    closer.join()
+    open(marker, "w").close()
+else:
+    while not os.path.exists(marker):
+        time.sleep(0.01)
+    start = time.monotonic()
+    try:
+        ctx.allreduce(np.ones(4, np.float32), tag=1, timeout=20.0)
+        print("peer returned normally", flush=True)
+    except gloo_lite.Error as e:
+        print(f"peer raised {type(e).__name__} after {time.monotonic() - start:.3f} s: {e}",
+              flush=True)
