@@ -215,7 +215,9 @@ gloo_lite_result_t gloo_lite_work_algorithm(gloo_lite_work_t* work, const char**
 /* The rank a gloo_lite_irecv_any matched; -1 for other work and until known. */
 gloo_lite_result_t gloo_lite_work_source(gloo_lite_work_t* work, int* source);
 /* Frees the handle; NULL is a no-op. It does not cancel the operation: its buffers belong to
- * it until it has finished, so wait before freeing them. */
+ * it until it has finished, so wait before freeing them. The handle may not be used again: a
+ * call with it (a second free too) is GLOO_LITE_ERR_INVALID_ARGUMENT, "destroyed work handle",
+ * for as long as the library keeps it marked (the next 64 frees); later it is freed memory. */
 gloo_lite_result_t gloo_lite_work_free(gloo_lite_work_t* work);
 
 /* ---- Collectives ------------------------------------------------------------------------- */

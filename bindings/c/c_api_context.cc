@@ -33,21 +33,6 @@ void hand_out(std::shared_ptr<Context> context, gloo_lite_context_t** out) {
   *out = handle.release();
 }
 
-// Keeps a destroyed handle, marked, for the next kRetired destroys: a call that still uses it (a
-// use after destroy, a second destroy) then reads a marked handle and says "destroyed context",
-// where freed memory would give any message or a crash. A fixed number, so that a program that
-// makes and destroys contexts in a loop does not grow; past it, a stale handle is freed memory
-// again. The one mutable global here, touched by gloo_lite_destroy alone.
-void retire(std::unique_ptr<gloo_lite_context> handle) {
-  constexpr size_t kRetired = 64;
-  static std::mutex mutex;
-  static std::array<std::unique_ptr<gloo_lite_context>, kRetired> retired;
-  static size_t next = 0;
-  std::lock_guard<std::mutex> lock(mutex);
-  retired[next] = std::move(handle);  // frees the one retired kRetired destroys ago
-  next = (next + 1) % kRetired;
-}
-
 }  // namespace
 
 extern "C" {
@@ -125,11 +110,8 @@ gloo_lite_result_t gloo_lite_init(const char* store_url, const char* prefix, int
 gloo_lite_result_t gloo_lite_destroy(gloo_lite_context_t* context) {
   return guarded(__func__, [&] {
     if (context == nullptr) return;  // like free(NULL)
-    context_of(context);             // a destroyed handle is refused, not freed twice
-    std::unique_ptr<gloo_lite_context> handle(context);
-    handle->context.reset();  // the context goes now
-    handle->magic = gloo_lite_context::kDestroyed;
-    retire(std::move(handle));
+    live(context, "context");        // a destroyed handle is refused, not freed twice
+    retire(std::unique_ptr<gloo_lite_context>(context));  // the context goes now
   });
 }
 

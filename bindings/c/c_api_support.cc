@@ -92,22 +92,9 @@ gloo_lite_result_t record_failure(const char* function, const std::exception_ptr
 
 void bad_argument(const std::string& what) { throw InvalidArgument(what); }
 
-Context& context_of(const gloo_lite_context_t* handle) {
-  const gloo_lite_context_t& context = required(handle, "context");
-  if (context.magic == gloo_lite_context::kDestroyed) {
-    bad_argument(
-        "context is a destroyed context (gloo_lite_destroy was called on it): its "
-        "handle may not be used again; create a new context");
-  }
-  if (context.magic != gloo_lite_context::kLive || !context.context) {
-    bad_argument(
-        "context is not a live gloo_lite context (a handle from gloo_lite_init, "
-        "gloo_lite_init_from_env or gloo_lite_split)");
-  }
-  return *context.context;
-}
+Context& context_of(const gloo_lite_context_t* handle) { return *live(handle, "context").context; }
 
-Work& work_of(gloo_lite_work_t* handle) { return required(handle, "work").work; }
+Work& work_of(gloo_lite_work_t* handle) { return live(handle, "work").work; }
 
 DataType type_of(gloo_lite_datatype_t type) {
   const int value = type;

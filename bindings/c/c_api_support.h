@@ -5,10 +5,12 @@
 // message naming the function.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -19,20 +21,41 @@
 #include "gloo_lite/gloo_lite.h"
 #include "gloo_lite/work.h"
 
+// The handles behind the opaque pointers. Each is kLive while it may be used; freeing it marks it
+// kDestroyed and keeps it a while (c_api::retire), so that a call with a freed handle says so
+// (c_api::live). The texts complete "<argument> ..." in that message.
 struct gloo_lite_context {
-  // kLive while the handle may be used. gloo_lite_destroy marks it kDestroyed and keeps it a
-  // while (c_api_context.cc), so that a call with a destroyed handle says so.
   static constexpr uint64_t kLive = 0x6c6976652d637478;       // "live-ctx"
   static constexpr uint64_t kDestroyed = 0x646561642d637478;  // "dead-ctx"
+  static constexpr const char* kDestroyedText =
+      "is a destroyed context (gloo_lite_destroy was called on it): its handle may not be used "
+      "again; create a new context";
+  static constexpr const char* kForeignText =
+      "is not a live gloo_lite context (a handle from gloo_lite_init, gloo_lite_init_from_env or "
+      "gloo_lite_split)";
   uint64_t magic = kLive;
   std::shared_ptr<gloo_lite::Context> context;
+  // What the handle holds goes when it is freed (the shell stays, marked).
+  void release() { context.reset(); }
 };
 
 struct gloo_lite_work {
+  static constexpr uint64_t kLive = 0x6c6976652d776b68;       // "live-wkh"
+  static constexpr uint64_t kDestroyed = 0x646561642d776b68;  // "dead-wkh"
+  static constexpr const char* kDestroyedText =
+      "is a destroyed work handle (gloo_lite_work_free was called on it): it may not be used "
+      "again; keep each handle until its last use and free it once";
+  static constexpr const char* kForeignText =
+      "is not a live gloo_lite work handle (one from a gloo_lite_i* call)";
+  uint64_t magic = kLive;
   gloo_lite::Work work;
   // Strings handed out by gloo_lite_work_error/algorithm live here (documented lifetimes).
   std::string message;
   std::string algorithm;
+  void release() {
+    work = gloo_lite::Work();
+    message = algorithm = std::string();
+  }
 };
 
 namespace gloo_lite::c_api {
@@ -72,8 +95,35 @@ T& required(T* pointer, const char* name) {
   if (pointer == nullptr) bad_argument(std::string(name) + " is NULL");
   return *pointer;
 }
-// The context of a live handle; InvalidArgument for NULL, a destroyed handle (a use after
-// gloo_lite_destroy, or a second destroy) or a pointer that is no handle.
+// `handle` (the argument `name`) when it is a live handle of its kind; InvalidArgument for NULL,
+// a destroyed handle (a use after its free, or a second free) or a pointer that is no handle
+// (as far as its first word tells: a freed handle's memory is kept marked, see retire). One
+// compare per call, no lock.
+template <typename Handle>
+Handle& live(Handle* handle, const char* name) {
+  Handle& h = required(handle, name);
+  if (h.magic == Handle::kDestroyed) bad_argument(std::string(name) + " " + Handle::kDestroyedText);
+  if (h.magic != Handle::kLive) bad_argument(std::string(name) + " " + Handle::kForeignText);
+  return h;
+}
+// Frees a live handle: what it holds goes now, and the handle, marked destroyed, is kept for the
+// next kRetired frees of its kind, so that a call that still uses it reads a marked handle
+// (live() says "destroyed") where freed memory would give any message or a crash. A fixed
+// number, so that a program that makes and frees handles in a loop does not grow; past it, a
+// stale handle is freed memory again.
+template <typename Handle>
+void retire(std::unique_ptr<Handle> handle) {
+  constexpr size_t kRetired = 64;
+  static std::mutex mutex;
+  static std::array<std::unique_ptr<Handle>, kRetired> retired;
+  static size_t next = 0;
+  handle->release();
+  handle->magic = Handle::kDestroyed;
+  std::lock_guard<std::mutex> lock(mutex);
+  retired[next] = std::move(handle);  // frees the one retired kRetired frees ago
+  next = (next + 1) % kRetired;
+}
+// The context of a live handle, the work of a live work handle (live()).
 Context& context_of(const gloo_lite_context_t* handle);
 Work& work_of(gloo_lite_work_t* handle);
 DataType type_of(gloo_lite_datatype_t type);

@@ -109,7 +109,11 @@ gloo_lite_result_t gloo_lite_work_source(gloo_lite_work_t* work, int* source) {
 }
 
 gloo_lite_result_t gloo_lite_work_free(gloo_lite_work_t* work) {
-  return guarded(__func__, [&] { delete work; });
+  return guarded(__func__, [&] {
+    if (work == nullptr) return;  // like free(NULL)
+    live(work, "work");           // a destroyed handle is refused, not freed twice
+    retire(std::unique_ptr<gloo_lite_work>(work));
+  });
 }
 
 gloo_lite_result_t gloo_lite_send(gloo_lite_context_t* c, int peer, const void* data, size_t bytes,

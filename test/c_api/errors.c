@@ -175,6 +175,32 @@ static void test_destroyed(gloo_lite_context_t* world, int rank) {
   EXPECT_INVALID(gloo_lite_destroy(solo), "gloo_lite_destroy", "destroyed context");
 }
 
+/* A work handle used after gloo_lite_work_free (wait, test, error, a second free) is refused as
+ * a destroyed work handle, where it was freed memory read as a handle (issue 23, part 2, item
+ * C): a one-rank context's broadcast, finished and freed. */
+static void test_destroyed_work(gloo_lite_context_t* world, int rank) {
+  gloo_lite_context_t* solo = NULL;
+  gloo_lite_work_t* work = NULL;
+  gloo_lite_result_t status = GLOO_LITE_SUCCESS;
+  int32_t buffer[4] = {0};
+  int done = -1;
+  if (!EXPECT_OK(gloo_lite_split(world, rank, 0, &solo))) return;
+  if (EXPECT_OK(gloo_lite_ibroadcast(solo, buffer, 4, GLOO_LITE_INT32, 0, NULL, &work))) {
+    EXPECT_OK(gloo_lite_work_wait(work, GLOO_LITE_WAIT_FOREVER));
+    EXPECT_OK(gloo_lite_work_free(work));
+    EXPECT_INVALID(gloo_lite_work_wait(work, GLOO_LITE_WAIT_FOREVER), "gloo_lite_work_wait",
+                   "destroyed work handle");
+    EXPECT_INVALID(gloo_lite_work_test(work, &done), "gloo_lite_work_test",
+                   "destroyed work handle");
+    EXPECT_INVALID(gloo_lite_work_error(work, &status, NULL), "gloo_lite_work_error",
+                   "destroyed work handle");
+    EXPECT_INVALID(gloo_lite_work_free(work), "gloo_lite_work_free", "destroyed work handle");
+    CHECK(done == -1);
+  }
+  EXPECT_OK(gloo_lite_work_free(NULL)); /* like free(NULL) */
+  EXPECT_OK(gloo_lite_destroy(solo));
+}
+
 /* Rank 0 waits for a message from rank 1 that never comes, on a two-rank context of its own:
  * the receive times out after its 300 ms, well before the context's timeout. Rank 1 stays until
  * rank 0 is done (the barrier on the world context). */
@@ -220,6 +246,7 @@ int run_errors(void) {
   test_bad_arguments(world, rank, size);
   test_mismatch(world, rank);
   test_destroyed(world, rank);
+  test_destroyed_work(world, rank);
   test_timeout(world, rank);
   EXPECT_OK(gloo_lite_destroy(world));
   return 0;
