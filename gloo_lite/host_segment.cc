@@ -261,41 +261,62 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
         new HostSegment(std::move(memory), rank, ranks, chunk_bytes, context.ranks_per_core()));
     segment->control(rank).pid.store(getpid(), std::memory_order_release);
   }
-  // Every rank's verdict, so that all of them use the segment or none does.
-  store.set(base + "verdict/" + std::to_string(rank), to_bytes(verdict), deadline);
-  std::vector<std::string> keys;
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer != rank) keys.push_back(base + "verdict/" + std::to_string(peer));
-  }
-  std::vector<Bytes> verdicts = read_keys(context, call, ranks, keys);
-  std::string failure = verdict == "ok" ? "" : name_in(ranks, rank) + ": " + verdict;
-  for (size_t i = 0; i < verdicts.size() && failure.empty(); ++i) {
-    std::string theirs = to_string(verdicts[i]);
-    int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
-    if (theirs != "ok") failure = name_in(ranks, peer) + ": " + theirs;
-  }
-  if (!failure.empty()) {
-    // The ranks now run a message algorithm under this call's tag and fingerprint. A rank still
-    // in read_keys above may hold a probe (a zero-byte receive under that tag), which would
-    // take a faster rank's first message and fail it as a size mismatch. So one more round
-    // before any rank sends: each says it has taken its probes back, and waits, posting none,
-    // until all have (a rank that gets here has published its verdict: it runs this call).
-    store.set(base + "left/" + std::to_string(rank), to_bytes("1"), deadline);
-    std::vector<std::string> left;
+  try {
+    // Every rank's verdict, so that all of them use the segment or none does.
+    store.set(base + "verdict/" + std::to_string(rank), to_bytes(verdict), deadline);
+    std::vector<std::string> keys;
     for (int peer = 0; peer < size; ++peer) {
-      if (peer != rank) left.push_back(base + "left/" + std::to_string(peer));
+      if (peer != rank) keys.push_back(base + "verdict/" + std::to_string(peer));
     }
-    read_keys(context, call, ranks, left, /*probe=*/false);
-    throw SegmentUnavailable(failure);
+    std::vector<Bytes> verdicts = read_keys(context, call, ranks, keys);
+    std::string failure = verdict == "ok" ? "" : name_in(ranks, rank) + ": " + verdict;
+    for (size_t i = 0; i < verdicts.size() && failure.empty(); ++i) {
+      std::string theirs = to_string(verdicts[i]);
+      int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank ? 1 : 0);
+      if (theirs != "ok") failure = name_in(ranks, peer) + ": " + theirs;
+    }
+    if (!failure.empty()) {
+      // The ranks now run a message algorithm under this call's tag and fingerprint. A rank still
+      // in read_keys above may hold a probe (a zero-byte receive under that tag), which would
+      // take a faster rank's first message and fail it as a size mismatch. So one more round
+      // before any rank sends: each says it has taken its probes back, and waits, posting none,
+      // until all have (a rank that gets here has published its verdict: it runs this call).
+      store.set(base + "left/" + std::to_string(rank), to_bytes("1"), deadline);
+      std::vector<std::string> left;
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer != rank) left.push_back(base + "left/" + std::to_string(peer));
+      }
+      read_keys(context, call, ranks, left, /*probe=*/false);
+      throw SegmentUnavailable(failure);
+    }
+    // Everyone has mapped it: nobody else may open it from now on.
+    if (rank == 0) segment->memory_->close_handle();
+    pid_t own = getpid();
+    for (int peer = 0; peer < size; ++peer) {
+      pid_t pid = static_cast<pid_t>(segment->control(peer).pid.load(std::memory_order_acquire));
+      if (peer != rank && pid != own) segment->watches_[peer] = std::make_unique<ProcessWatch>(pid);
+    }
+    return segment;
+  } catch (const SegmentUnavailable&) {
+    throw;  // every rank has the same verdict: nobody uses the segment
+  } catch (const std::exception& e) {
+    // A peer may have mapped the segment and gone on into the call, which waits for this rank
+    // there and would read only its closed mark (~HostSegment): leave it the cause first, as a
+    // failed call leaves it in a segment of the context (Context::fail), the origin's when the
+    // failure came from another rank, the context's own when it failed meanwhile.
+    if (segment) {
+      transport::AbortCause cause = context.mesh().failure_cause();
+      if (!cause.known()) {
+        std::string failure = context.failure();
+        cause = {ranks[rank], failure.empty() ? e.what() : failure};
+      }
+      bool mismatch = dynamic_cast<const MismatchError*>(&e) != nullptr;
+      segment->abort(ranks[rank],
+                     mismatch ? transport::ErrorKind::kMismatch : transport::ErrorKind::kConnection,
+                     cause);
+    }
+    throw;
   }
-  // Everyone has mapped it: nobody else may open it from now on.
-  if (rank == 0) segment->memory_->close_handle();
-  pid_t own = getpid();
-  for (int peer = 0; peer < size; ++peer) {
-    pid_t pid = static_cast<pid_t>(segment->control(peer).pid.load(std::memory_order_acquire));
-    if (peer != rank && pid != own) segment->watches_[peer] = std::make_unique<ProcessWatch>(pid);
-  }
-  return segment;
 }
 
 HostSegment::~HostSegment() {

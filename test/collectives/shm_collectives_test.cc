@@ -556,6 +556,97 @@ TEST(Shm, CloseFromAnotherThreadEndsTheFirstCallOnATagAtOnce) {
       40s));
 }
 
+// Rank 0's store for the next test: the file store, except that rank 0's read of rank 1's verdict
+// in the setup of tag 1's segment comes back empty once, after rank 1 has written it and rank 0's
+// context has failed. That is the moment a slice of rank 0's store reads ends just before rank
+// 1's verdict lands, made certain: rank 1 has mapped the segment and goes on into the call,
+// while rank 0 gives the setup up.
+class VerdictMissedOnce final : public Store {
+ public:
+  // `suffix`: the key's end (the context's generation comes before it).
+  VerdictMissedOnce(std::shared_ptr<Store> store, std::string suffix)
+      : store_(std::move(store)), suffix_(std::move(suffix)) {}
+  std::atomic<Context*> context{nullptr};
+
+  Bytes get(const std::string& key, const Deadline& deadline) override {
+    bool verdict = key.size() >= suffix_.size() &&
+                   key.compare(key.size() - suffix_.size(), suffix_.size(), suffix_) == 0;
+    if (!verdict || missed_) return store_->get(key, deadline);
+    store_->wait({key}, Deadline::after(20s));  // rank 1 has mapped the segment and said so
+    while (context.load()->failure().empty()) std::this_thread::sleep_for(1ms);
+    missed_ = true;
+    throw TimeoutError("the slice ended before " + key + " came (VerdictMissedOnce)");
+  }
+  void set(const std::string& key, const Bytes& value, const Deadline& deadline) override {
+    store_->set(key, value, deadline);
+  }
+  void wait(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    store_->wait(keys, deadline);
+  }
+  int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
+    return store_->add(key, delta, deadline);
+  }
+  bool check(const std::vector<std::string>& keys, const Deadline& deadline) override {
+    return store_->check(keys, deadline);
+  }
+  bool erase(const std::string& key, const Deadline& deadline) override {
+    return store_->erase(key, deadline);
+  }
+  std::string describe() const override { return store_->describe(); }
+
+ private:
+  std::shared_ptr<Store> store_;
+  std::string suffix_;
+  bool missed_ = false;
+};
+
+// Rank 0 gives up the setup of tag 1's segment (its context is closed from another thread while
+// it waits there) after rank 1 has mapped the segment and gone on into the call. Rank 1 must
+// raise rank 0's cause from the segment's abort record, not "rank 0 closed its context" from
+// the mark rank 0 left when it let go of the segment (item B of issue 23, part 2).
+TEST(Shm, ARankThatFailsTheSetupAfterItsPeerMappedTheSegmentLeavesItTheCause) {
+  TempDir directory;
+  expect_all_ok(run_processes(
+      2,
+      [&](int rank) {
+        std::shared_ptr<Store> store = make_file_store(directory.path());
+        auto missing = std::make_shared<VerdictMissedOnce>(store, "/shm/1/verdict/1");
+        auto context = Context::create(rank == 0 ? missing : store, rank, 2, loopback_device());
+        CollectiveOptions options;
+        options.algorithm = "shm";
+        options.tag = 1;
+        options.timeout = 20s;
+        std::vector<float> data(4, 1.0f);
+        const std::string reason = "was closed by this rank with 1 operation(s) in flight";
+        if (rank == 0) {
+          missing->context = context.get();
+          std::thread call([&] {
+            EXPECT_THROW(allreduce(*context, data.data(), data.data(), data.size(),
+                                   DataType::kFloat32, ReduceOp::kSum, options),
+                         ConnectionError);
+          });
+          // Rank 1 has published its verdict: it mapped the segment.
+          store->wait({context->store_key("shm/1/verdict/1")}, Deadline::after(20s));
+          context->close();
+          call.join();
+        } else {
+          auto start = Clock::now();
+          try {
+            allreduce(*context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                      ReduceOp::kSum, options);
+            ADD_FAILURE() << "rank 1 completed the call that rank 0 gave up";
+          } catch (const ConnectionError& e) {
+            EXPECT_NE(std::string(e.what()).find("rank 0 aborted: "), std::string::npos)
+                << e.what();
+            EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+          }
+          EXPECT_LT(elapsed_ms(start), 5000) << "rank 1 waited for its deadline";
+        }
+        store_barrier(*context, "done");
+      },
+      40s));
+}
+
 // A custom reduction that throws on rank 1: in the small calls every rank reduces the inputs
 // itself, and in a reduce only the root does, so nobody waited for rank 1 after it published its
 // input: the others returned success and failed only at their next call. Every rank must fail
