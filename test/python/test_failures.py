@@ -95,15 +95,17 @@ def test_a_daemon_thread_in_a_call_at_exit_ends_cleanly(spawn, call, end):
         assert "rank 1: call completed" in out1, out1  # so rank 0's returned while finalizing
 
 
-def test_close_from_another_thread_ends_the_first_call_on_a_tag(spawn):
+@pytest.mark.parametrize("tag_state", ["first", "warm"])
+def test_close_from_another_thread_ends_the_first_call_on_a_tag(spawn, tag_state):
     """Issue 23 (part 2), item A: a close from another thread ends a call still setting up its
-    tag's shared-memory segment within a second, and the peer learns why."""
-    ranks = spawn(worker("closed_in_flight.py"), 2)
+    tag's shared-memory segment within a second, and the peer learns why; the same for a call
+    on a tag whose segment exists."""
+    ranks = spawn(worker("closed_in_flight.py"), 2, args=[tag_state])
     results = ranks.finish(timeout=60)
     for rank, (code, out) in enumerate(results):
         assert code == 0, f"rank {rank} exited {code}:\n{out}"
     out0, out1 = results[0][1], results[1][1]
-    print(out0, out1)
+    print(tag_state, out0, out1)
     found = re.search(r"raised ConnectionError ([0-9.]+) s after close: (.*)", out0)
     assert found, out0
     assert float(found.group(1)) < 1.0, out0

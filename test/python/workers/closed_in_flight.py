@@ -1,9 +1,12 @@
 """Rank 0 starts its first allreduce on tag 1 (the shared-memory collectives set up their
 segment in that call) while rank 1 has not come; another thread of rank 0 closes the context.
 The call must end within a second with an error saying the context was closed, and rank 1,
-coming to the call afterwards, must learn it from rank 0 instead of waiting for its deadline."""
+coming to the call afterwards, must learn it from rank 0 instead of waiting for its deadline.
+With "warm", the ranks have made one call on tag 1 before (the segment exists), and the call
+closed is the second."""
 
 import os
+import sys
 import threading
 import time
 
@@ -16,6 +19,8 @@ ctx = context(timeout=60)
 R = ctx.rank
 marker = os.path.join(os.environ["GLOO_LITE_TEST_STORE"][len("file://"):], "rank 0 closed")
 ctx.barrier()  # tag 0: both ranks are up; tag 1 is still untouched
+if sys.argv[1:] == ["warm"]:
+    ctx.allreduce(np.ones(4, np.float32), tag=1)
 
 
 def asleep(tid):
