@@ -188,7 +188,11 @@ Context::~Context() {
   segments_.clear();
 }
 
-void Context::close() { cancel_work_in_flight("closed by this rank"); }
+void Context::close() {
+  // A forked child's copy must not abort the parent's peers (its running calls are the parent's).
+  if (forked()) return;
+  cancel_work_in_flight("closed by this rank");
+}
 
 void Context::cancel_work_in_flight(const char* how) {
   std::vector<std::shared_ptr<detail::Stream>> streams;

@@ -141,7 +141,7 @@ class Context : public std::enable_shared_from_this<Context> {
   // (allreduce #0 on tag 1)" (abort(): the peers learn it, naming this rank), each such call
   // raises it, and no new stream starts. Returns once none of them runs any more. For the
   // bindings' close, while other threads' calls may still hold the context; the destructor
-  // does the same. Idempotent.
+  // does the same. Idempotent; in a forked child it does nothing (the calls are the parent's).
   void close();
   // Fails this context with `reason` (fail() with a local cause): work in flight ends with it,
   // every peer raises with it naming this rank, and later calls fail at once.
