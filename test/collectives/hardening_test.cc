@@ -390,9 +390,206 @@ TEST(FlightRecorder, ListsTheRecentCollectivesInOrder) {
   });
 }
 
-//  - min/max of +0/-0 and of NaNs end with the same bits on every rank, whatever algorithm;
-//  - a forked child of a rank neither uses nor closes its parent's context, on every transport.
-// Ranks are real processes (file store, unless said), except where threads of one process are
-// the point.
+// Each rank's float32 bits for element k of the pattern below (recursive doubling combines the
+// same two values as op(x0, x1) on rank 0 and op(x1, x0) on rank 1, so an order-dependent
+// kernel leaves +0 on one rank and -0 on the other).
+uint32_t signed_zero_pattern(int rank, size_t k) {
+  const uint32_t plus = 0, minus = 0x80000000u;
+  switch (k) {
+    case 0:
+      return rank == 0 ? plus : minus;
+    case 1:
+      return rank == 0 ? minus : plus;
+    case 2:
+      return rank % 2 != 0 ? plus : minus;
+    case 3:  // a NaN on every rank, each with its own payload and sign
+      return 0x7fc00000u | static_cast<uint32_t>(rank + 1) | (rank % 2 != 0 ? minus : plus);
+    case 4:  // a signalling NaN on one rank
+      return rank == 1 ? 0x7fa00005u : 0x3f800000u;
+    case 5:
+      return rank == 3 ? 0xffc00000u : minus;
+    case 6:
+      return rank == 2 ? plus : minus;
+    default: {
+      const float value = static_cast<float>(rank) - 1.5f;
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof bits);
+      return bits;
+    }
+  }
+}
+
+TEST(MinMaxOfSignedZerosAndNaNs, EveryRankEndsWithTheSameBitsOnEveryAlgorithm) {
+  constexpr int kRanks = 4;
+  constexpr size_t kPattern = 8, kCount = 4096, kMaxAlgorithms = 32;
+  struct Outcome {
+    bool ran[kMaxAlgorithms][2];
+    uint32_t bits[kMaxAlgorithms][2][kRanks][kPattern];
+  };
+  std::vector<std::string> names;
+  for (const algo::Algorithm& algorithm : algo::all_algorithms()) {
+    if (algorithm.collective == Collective::kAllreduce) names.push_back(algorithm.name);
+  }
+  ASSERT_LE(names.size(), kMaxAlgorithms);
+  SharedMapping<Outcome> outcome;
+  ContextOptions options;
+  options.timeout = 30s;
+  auto results = run_context_processes(
+      kRanks,
+      [&](Context& context) {
+        const int rank = context.rank();
+        for (size_t a = 0; a < names.size(); ++a) {
+          for (const ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+            std::vector<uint32_t> data(kCount);
+            for (size_t i = 0; i < kCount; ++i) data[i] = signed_zero_pattern(rank, i % kPattern);
+            CollectiveOptions call;
+            call.algorithm = names[a];
+            try {
+              allreduce(context, data.data(), data.data(), kCount, DataType::kFloat32, op, call);
+            } catch (const InvalidArgument&) {
+              continue;  // this algorithm declines 4 ranks of float32 (on every rank alike)
+            }
+            const int o = op == ReduceOp::kMin ? 0 : 1;
+            outcome->ran[a][o] = true;
+            for (size_t i = 0; i < kCount; ++i) {
+              ASSERT_EQ(data[i], data[i % kPattern])
+                  << names[a] << " " << op_name(op) << " rank " << rank << " element " << i;
+            }
+            std::memcpy(outcome->bits[a][o][rank], data.data(), sizeof(uint32_t) * kPattern);
+          }
+        }
+        store_barrier(context, "done");
+      },
+      120s, options);
+  expect_all_ok(results);
+  for (size_t a = 0; a < names.size(); ++a) {
+    for (int o = 0; o < 2; ++o) {
+      if (!outcome->ran[a][o]) continue;
+      const auto& bits = outcome->bits[a][o];
+      const std::string what = names[a] + (o == 0 ? " min" : " max");
+      const uint32_t zero = o == 0 ? 0x80000000u : 0u;  // -0 is the min, +0 the max
+      for (const size_t k : {0, 1, 2, 6}) EXPECT_EQ(bits[0][k], zero) << what << " element " << k;
+      for (const size_t k : {3, 4, 5}) {
+        float value;
+        std::memcpy(&value, &bits[0][k], sizeof value);
+        EXPECT_TRUE(std::isnan(value)) << what << " element " << k;
+      }
+      float extreme;
+      std::memcpy(&extreme, &bits[0][7], sizeof extreme);
+      EXPECT_EQ(extreme, o == 0 ? -1.5f : 1.5f) << what;
+      for (int rank = 1; rank < kRanks; ++rank) {
+        for (size_t k = 0; k < kPattern; ++k) {
+          EXPECT_EQ(bits[rank][k], bits[0][k])
+              << what << ": rank " << rank << " and rank 0 differ at element " << k;
+        }
+      }
+    }
+  }
+  // The algorithms where ranks were seen to differ take 4 ranks of float32 on any host.
+  for (size_t a = 0; a < names.size(); ++a) {
+    if (names[a] == "ring" || names[a] == "recursive_doubling" || names[a] == "halving_doubling") {
+      EXPECT_TRUE(outcome->ran[a][0] && outcome->ran[a][1]) << names[a] << " declined the call";
+    }
+  }
+}
+
+// The one list of ranks in messages: sorted, runs compressed, at most 8 pieces.
+TEST(RankList, CompressesRunsAndStaysShortForAnyNumberOfRanks) {
+  EXPECT_EQ(rank_list({}), "");
+  EXPECT_EQ(rank_list({2}), "2");
+  EXPECT_EQ(rank_list({3, 0, 1}), "0, 1 and 3");
+  EXPECT_EQ(rank_list({5, 1, 2, 3, 4, 9, 9}), "1\u20135 and 9");
+  std::vector<int> all(99999), even(50000);
+  for (int i = 0; i < 99999; ++i) all[i] = i + 1;
+  for (int i = 0; i < 50000; ++i) even[i] = 2 * i;
+  EXPECT_EQ(rank_list(all), "1\u201399999");
+  EXPECT_EQ(rank_list(even), "0, 2, 4, 6, 8, 10, 12, 14 and 49992 more");
+}
+
+// Runs in a forked child of rank 0 and owns its copy of the context: every call must throw
+// InvalidArgument naming the call and the fork (it used to run as rank 0, with the parent's
+// peers), a Work the parent started must fail there too (not drive the parent's transport),
+// and dropping the copy must release nothing of the parent's (its goodbye used to close the
+// parent's context). Returns a bit per thing that went wrong (0: none).
+int check_forked_child(std::shared_ptr<Context> context, const Work& parents_receive) {
+  const std::string parent = "this context was created in process " + std::to_string(getppid());
+  int wrong = 0;
+  int bit = 1;
+  auto expect_refused = [&](const std::string& call, const std::function<void()>& body) {
+    try {
+      body();
+      wrong |= bit;
+    } catch (const InvalidArgument& e) {
+      const std::string text = e.what();
+      if (!contains(text, call) || !contains(text, parent) ||
+          !contains(text, "a forked child cannot use it")) {
+        wrong |= bit;
+      }
+    } catch (...) {
+      wrong |= bit;
+    }
+    bit <<= 1;
+  };
+  std::vector<int64_t> data(4, 100);
+  expect_refused("allreduce on context", [&] { allreduce(*context, data); });
+  expect_refused("send on context", [&] { context->send(1, data.data(), sizeof(int64_t), 3); });
+  expect_refused("recv on context", [&] { context->irecv(1, data.data(), sizeof(int64_t), 3); });
+  expect_refused("split on context", [&] { context->split(0, 0); });
+  expect_refused("abort on context", [&] { context->abort("from the forked child"); });
+  expect_refused("recv from rank 1 (tag 9) in process", [&] { parents_receive.wait(); });
+  // The parent's receive is in flight in this copy: a close here must not abort the parent's
+  // peers (the bindings' close() calls it).
+  context->close();
+  context.reset();  // the child's only reference
+  return wrong;
+}
+
+std::shared_ptr<transport::Device> loopback_shm() { return shm::create_device(); }
+
+// Shared memory first, then TCP, as the default table has them.
+std::shared_ptr<transport::Device> loopback_mixed() {
+  return transport::create_mixed_device(
+      {{"shm", shm::create_device(), /*progresses_alone=*/false}, {"tcp", loopback_device(), true}},
+      /*forced=*/false);
+}
+
+class ForkedChild : public ::testing::TestWithParam<std::shared_ptr<transport::Device> (*)()> {};
+
+TEST_P(ForkedChild, NeitherUsesNorClosesItsParentsContext) {
+  TempDir directory;
+  auto results = run_processes(
+      2,
+      [&](int rank) {
+        auto context = Context::create(make_file_store(directory.path()), rank, 2, GetParam()(),
+                                       with_timeout(10s));
+        barrier(*context);
+        if (rank == 0) {
+          int64_t never_sent = 0;
+          Work receive = context->irecv(1, &never_sent, sizeof(never_sent), 9);
+          pid_t child = fork();
+          if (child == 0) _exit(check_forked_child(std::move(context), receive));
+          int status = 0;
+          ASSERT_EQ(waitpid(child, &status, 0), child);
+          EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+              << "the forked child's checks that failed (bits): " << WEXITSTATUS(status);
+        }
+        // 1 + 2: the child's 100 must not have reached rank 1, nor its exit closed rank 0.
+        std::vector<int64_t> data(4, rank + 1);
+        allreduce(*context, data);
+        EXPECT_EQ(data, std::vector<int64_t>(4, 3));
+      },
+      60s);
+  expect_all_ok(results);
+}
+
+std::string transport_name(const ::testing::TestParamInfo<ForkedChild::ParamType>& info) {
+  static const char* const names[] = {"tcp", "shm", "mixed"};
+  return names[info.index];
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ForkedChild,
+                         ::testing::Values(&loopback_device, &loopback_shm, &loopback_mixed),
+                         transport_name);
+
 }  // namespace
 }  // namespace gloo_lite::test
