@@ -189,6 +189,41 @@ TEST(Hierarchical, InterleavedHostsRootedAndAllreduce) {
   }));
 }
 
+// halving_doubling across hosts: exchanges with a rank of another host go in chunks of the TCP
+// eager size (64 KiB), within a host in 256 KiB chunks, and the allgather is chunked across
+// hosts only; 100003 elements make several chunks of each. 4 x 2 mixes both kinds of partner;
+// 3 hosts of one rank fold rank 0 into rank 1 across a host.
+void check_allreduce(Context& context, const std::string& algorithm) {
+  const int me = context.rank();
+  const int p = context.size();
+  CollectiveOptions options;
+  options.algorithm = algorithm;
+  uint64_t seed = 100;
+  for (const Kind& kind : kKinds) {
+    const size_t e = element_bytes(kind.type);
+    for (size_t count : kCounts) {
+      std::string what = algorithm + " " + kind.name + " count " + std::to_string(count) +
+                         " rank " + std::to_string(me);
+      Problems problems;
+      Inputs in = inputs_of(kind, true, ++seed, p);
+      std::vector<uint8_t> input(count * e), output(count * e);
+      fill_inputs(in, me, 0, count, input.data());
+      allreduce(context, input.data(), output.data(), count, kind.type, kind.op, options);
+      check_reduction(in, kind.op, 0, count, output.data(), "allreduce " + what, problems);
+      allreduce(context, input.data(), input.data(), count, kind.type, kind.op, options);
+      check_reduction(in, kind.op, 0, count, input.data(), "allreduce in place " + what, problems);
+      report(problems);
+    }
+  }
+}
+
+TEST(Hierarchical, HalvingDoublingAcrossHosts) {
+  expect_all_ok(run_hosts(kFourByTwo,
+                          [](Context& context) { check_allreduce(context, "halving_doubling"); }));
+  expect_all_ok(run_hosts({"a", "b", "c"},
+                          [](Context& context) { check_allreduce(context, "halving_doubling"); }));
+}
+
 // Host b's segment cannot be made (its creator, rank 2, may not write files over 16 KiB): its
 // ranks run their phases with the message algorithms over the two of them (on a SubsetMesh),
 // the other hosts in their segments, and every result is still right.
