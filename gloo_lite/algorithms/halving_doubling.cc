@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/subset_mesh.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/context.h"
 
@@ -39,11 +40,21 @@ size_t cross_host_chunk_bytes() {
   return bytes;
 }
 
-// Whether `peer` is on another host than this rank (a cluster: TCP between them).
+// Whether `peer` is on another host than this rank (a cluster: TCP between them). Under
+// hierarchical's leader phase the call's mesh is a SubsetMesh: its ranks map to the context's.
+// Both partners compare the same two hosts, so they always agree on the chunks.
 bool crosses_host(const Call& call, int peer) {
   if (call.context == nullptr) return false;
   const std::vector<std::string>& hosts = call.context->hosts();
-  return hosts.size() == static_cast<size_t>(call.size) && hosts[call.rank] != hosts[peer];
+  int me = call.rank;
+  if (const auto* view = dynamic_cast<const SubsetMesh*>(call.mesh)) {
+    me = view->parent_rank(me);
+    peer = view->parent_rank(peer);
+  } else if (hosts.size() != static_cast<size_t>(call.size)) {
+    return false;
+  }
+  size_t n = hosts.size();
+  return static_cast<size_t>(me) < n && static_cast<size_t>(peer) < n && hosts[me] != hosts[peer];
 }
 
 // Elements per chunk of an exchange with `peer`.
