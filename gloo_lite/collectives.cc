@@ -249,9 +249,11 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
   call.deadline = Deadline::after(timeout);
   FlightRecorder::Call record = record_of(call, algorithm.name);
   FlightRecorder& recorder = context.flight_recorder();
-  // The deadline's clock read is the call's start (one read, not two).
-  uint64_t entry =
-      recorder.start(turn.sequence, options.tag, record, call.deadline.time_point() - timeout);
+  // The deadline's clock read is the call's start (one read, not two); a deadline that
+  // saturated to never (a timeout past the clock's range) has no start in it.
+  const Deadline::Clock::time_point started =
+      call.deadline.is_never() ? Deadline::Clock::now() : call.deadline.time_point() - timeout;
+  uint64_t entry = recorder.start(turn.sequence, options.tag, record, started);
   auto fail = [&](std::exception_ptr error) {
     recorder.finish(entry, FlightRecorder::State::kFailed, exception_text(error));
     fail_collective({&context, what(), FlightRecorder::describe_arguments(record), options.tag,

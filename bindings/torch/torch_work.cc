@@ -5,6 +5,7 @@
 
 #include "bindings/torch/completion_pool.h"
 #include "bindings/torch/torch_errors.h"
+#include "gloo_lite/base/deadline.h"
 #include "gloo_lite/base/log.h"
 
 namespace gloo_lite::torch_backend {
@@ -111,23 +112,21 @@ bool TorchWork::wait(std::chrono::milliseconds timeout) {
   // that is next on an idle stream then runs in this thread (Stream::run_here_if_next), so
   // that async_op=False calls pay no hand-off to the worker and back. Their errors arrive
   // through the callbacks, converted, and the base class's wait rethrows them.
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  // Saturating: a timeout past the clock's range (a timedelta of centuries) waits without one.
+  const gloo_lite::Deadline until = gloo_lite::Deadline::after(timeout);
+  const bool forever = timeout == kNoTimeout || until.is_never();
   for (const gloo_lite::Work& call : calls_) {
     try {
-      if (timeout == kNoTimeout) {
+      if (forever) {
         call.wait();
       } else if (point_to_point_) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            until - std::chrono::steady_clock::now());
-        call.wait(std::max(left, std::chrono::milliseconds(0)));
+        call.wait(until.remaining());
       }
     } catch (...) {
     }
   }
-  if (timeout == kNoTimeout) return ::c10d::Work::wait(kNoTimeout);
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      until - std::chrono::steady_clock::now());
-  return ::c10d::Work::wait(std::max(left, std::chrono::milliseconds(1)));
+  if (forever) return ::c10d::Work::wait(kNoTimeout);
+  return ::c10d::Work::wait(std::max(until.remaining(), std::chrono::milliseconds(1)));
 }
 
 int TorchWork::sourceRank() const { return calls_.empty() ? -1 : calls_.front().source(); }
