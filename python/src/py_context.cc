@@ -51,7 +51,7 @@ Message message(const char* call, nb::handle a, Access access, long long tag,
 PyContext::PyContext(std::shared_ptr<Context> context)
     : context_(std::move(context)), rank_(context_->rank()), size_(context_->size()) {}
 
-const std::shared_ptr<Context>& PyContext::context(const char* call) const {
+std::shared_ptr<Context> PyContext::context(const char* call) const {
   if (!context_) {
     throw nb::value_error((std::string(call) + ": the context is closed").c_str());
   }
@@ -83,7 +83,18 @@ CollectiveOptions PyContext::collective_options(const char* call, const CallOpti
 
 nb::object PyContext::run(const char* call, bool async_op, Operands operands, const Start& start,
                           int* source) {
-  const std::shared_ptr<Context>& ctx = context(call);
+  std::shared_ptr<Context> ctx = context(call);
+  // When close() ran in another thread meanwhile, this call's reference may be the last, and
+  // destroying a context joins its transport's threads: not with the GIL held.
+  struct DropLast {
+    std::shared_ptr<Context>& ctx;
+    ~DropLast() {
+      if (ctx.use_count() == 1) {
+        GilReleased release;
+        ctx.reset();
+      }
+    }
+  } drop_last{ctx};
   InterruptScope scope(ctx, call);
   if (!async_op && (scope.active() || !on_main_thread())) {
     // Waited for at once, and interruptible without slices: on the main thread the armed scope
@@ -193,7 +204,7 @@ int PyContext::recv_any(nb::handle a, const std::vector<int>& srcs, long long ta
 }
 
 nb::object PyContext::split(int color, int key) {
-  const std::shared_ptr<Context>& ctx = context("split");
+  const std::shared_ptr<Context> ctx = context("split");
   InterruptScope scope(ctx, "split");
   std::shared_ptr<Context> child = released([&] { return ctx->split(color, key); });
   if (!child) return nb::none();
@@ -201,7 +212,7 @@ nb::object PyContext::split(int color, int key) {
 }
 
 void PyContext::abort(const std::string& reason) {
-  const std::shared_ptr<Context>& ctx = context("abort");
+  const std::shared_ptr<Context> ctx = context("abort");
   released([&] { ctx->fail(reason); });
 }
 

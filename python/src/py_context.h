@@ -72,8 +72,9 @@ class PyContext {
   void abort(const std::string& reason);
   void close();
 
-  // The C++ context; ValueError naming `call` once closed (also for CudaCommunicator).
-  const std::shared_ptr<Context>& context(const char* call) const;
+  // The C++ context; ValueError naming `call` once closed (also for CudaCommunicator). A copy,
+  // not the member: close() from another thread empties the member while a call still runs.
+  std::shared_ptr<Context> context(const char* call) const;
 
  private:
   // Starts the call: its non-blocking form (returning the Work), or with `blocking` its
