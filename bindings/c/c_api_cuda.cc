@@ -10,10 +10,24 @@
 #include "cuda/collectives.h"
 #include "cuda/host_stand_in.h"
 
+// Marked live or destroyed as the other handles are (c_api_support.h: live, retire).
 struct gloo_lite_cuda_comm {
+  static constexpr uint64_t kLive = 0x6c6976652d636f6d;       // "live-com"
+  static constexpr uint64_t kDestroyed = 0x646561642d636f6d;  // "dead-com"
+  static constexpr const char* kDestroyedText =
+      "is a destroyed CUDA communicator (gloo_lite_cuda_comm_destroy was called on it): it may "
+      "not be used again; create a new one";
+  static constexpr const char* kForeignText =
+      "is not a live gloo_lite CUDA communicator (one from gloo_lite_cuda_comm_create)";
+  uint64_t magic = kLive;
   // Keeps the context alive while the communicator's worker may still use it.
   std::shared_ptr<gloo_lite::Context> context;
   std::unique_ptr<gloo_lite::cuda::Communicator> communicator;
+  // The communicator first: its worker may use the context until it is gone.
+  void release() {
+    communicator.reset();
+    context.reset();
+  }
 };
 
 using namespace gloo_lite;
@@ -27,7 +41,7 @@ using Type = gloo_lite_datatype_t;
 using Op = gloo_lite_op_t;
 
 cuda::Communicator& comm_of(const gloo_lite_cuda_comm_t* handle) {
-  return *required(handle, "comm").communicator;
+  return *live(handle, "comm").communicator;
 }
 
 std::shared_ptr<cuda::DeviceLayer> layer_for(int device, const gloo_lite_cuda_options_t* options) {
@@ -139,7 +153,11 @@ gloo_lite_result_t gloo_lite_cuda_comm_create(gloo_lite_context_t* context, int 
 }
 
 gloo_lite_result_t gloo_lite_cuda_comm_destroy(gloo_lite_cuda_comm_t* comm) {
-  return guarded(__func__, [&] { delete comm; });
+  return guarded(__func__, [&] {
+    if (comm == nullptr) return;  // like free(NULL)
+    live(comm, "comm");           // a destroyed handle is refused, not freed twice
+    retire(std::unique_ptr<gloo_lite_cuda_comm>(comm));
+  });
 }
 
 gloo_lite_result_t gloo_lite_cuda_comm_layer(const gloo_lite_cuda_comm_t* comm, const char** name) {

@@ -185,6 +185,11 @@ int run_cuda(void) {
   test_errors(ctx);
   EXPECT_OK(gloo_lite_cuda_stream_destroy(comm, stream));
   EXPECT_OK(gloo_lite_cuda_comm_destroy(comm));
+  /* A destroyed communicator's handle is refused by name, not read as freed memory. */
+  EXPECT_RESULT(GLOO_LITE_ERR_INVALID_ARGUMENT, gloo_lite_cuda_comm_layer(comm, &layer));
+  CHECK(last_error_mentions("gloo_lite_cuda_comm_layer", "destroyed CUDA communicator"));
+  EXPECT_RESULT(GLOO_LITE_ERR_INVALID_ARGUMENT, gloo_lite_cuda_comm_destroy(comm));
+  CHECK(last_error_mentions("gloo_lite_cuda_comm_destroy", "destroyed CUDA communicator"));
   EXPECT_OK(gloo_lite_destroy(ctx));
   return 0;
 }
