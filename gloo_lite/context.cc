@@ -191,6 +191,8 @@ Context::~Context() {
 void Context::close() {
   // A forked child's copy must not abort the parent's peers (its running calls are the parent's).
   if (forked()) return;
+  // Two threads closing at once must not both stop the streams (each joins their workers).
+  std::lock_guard<std::mutex> lock(close_mutex_);
   cancel_work_in_flight("closed by this rank");
 }
 
@@ -198,7 +200,7 @@ void Context::cancel_work_in_flight(const char* how) {
   std::vector<std::shared_ptr<detail::Stream>> streams;
   {
     std::lock_guard<std::mutex> lock(streams_mutex_);
-    closing_ = true;
+    closing_.store(true, std::memory_order_release);
     for (auto& [tag, stream] : streams_) streams.push_back(stream);
   }
   size_t in_flight = point_to_point_->pending();
@@ -229,7 +231,9 @@ detail::Stream& Context::stream(uint16_t tag) {
   std::lock_guard<std::mutex> lock(streams_mutex_);
   auto found = streams_.find(tag);
   if (found != streams_.end()) return *found->second;
-  if (closing_) throw ConnectionError(describe() + " is being destroyed");
+  if (closing_.load(std::memory_order_relaxed)) {
+    throw ConnectionError(describe() + " was closed or is being destroyed; create a new context");
+  }
   detail::Stream& made =
       *streams_.emplace(tag, std::make_shared<detail::Stream>(*this, tag)).first->second;
   if (tag == 0) default_stream_.store(&made, std::memory_order_release);
@@ -283,6 +287,11 @@ HostSegment* Context::host_segment(const algo::Call& call, size_t chunk_bytes,
     raw->abort(rank_, transport::ErrorKind::kConnection, failed);
   }
   return raw;
+}
+
+void Context::throw_closed(const char* what) const {
+  throw ConnectionError(std::string(what) + " on " + describe() +
+                        ": the context was closed on this rank; create a new context");
 }
 
 void Context::throw_forked(const char* what) const {
@@ -545,6 +554,7 @@ static Deadline deadline_for(std::chrono::milliseconds timeout,
 static uint64_t point_to_point_tag(const char* what, const Context& context, int peer,
                                    uint64_t tag) {
   context.require_creating_process(what);
+  context.require_open(what);
   if (tag > tags::kMaxUserTag) {
     throw InvalidArgument(std::string(what) + " on rank " + std::to_string(context.rank()) +
                           " with rank " + std::to_string(peer) + ": tag " + std::to_string(tag) +

@@ -110,6 +110,11 @@ class Context : public std::enable_shared_from_this<Context> {
   void require_creating_process(const char* what) const {
     if (forked()) throw_forked(what);
   }
+  // Throws ConnectionError naming `what` once close() (or the destructor) ran: a transfer
+  // posted then would go out on a mesh nobody drives any more (one relaxed load).
+  void require_open(const char* what) const {
+    if (closing_.load(std::memory_order_relaxed)) throw_closed(what);
+  }
 
   // A random id rank 0 picked for this context (it travels in every handshake).
   uint64_t id() const { return context_id_; }
@@ -186,6 +191,7 @@ class Context : public std::enable_shared_from_this<Context> {
           std::shared_ptr<transport::Device> device, ContextOptions options);
   void connect();
   [[noreturn]] void throw_forked(const char* what) const;
+  [[noreturn]] void throw_closed(const char* what) const;
   uint64_t agree_on_generation(const Deadline& deadline);
   // Raises this rank's count `mine` to the highest of its peers', leaving a tombstone in every
   // generation it skips; returns the count reached.
@@ -226,7 +232,10 @@ class Context : public std::enable_shared_from_this<Context> {
   void cancel_work_in_flight(const char* how);
 
   std::mutex streams_mutex_;
-  bool closing_ = false;  // the destructor runs: no new streams
+  // close() or the destructor ran: no new streams, no new point-to-point transfers (read
+  // without the lock by the point-to-point entry points).
+  std::atomic<bool> closing_{false};
+  std::mutex close_mutex_;  // one close() at a time: each stops the streams and joins workers
   std::map<uint16_t, std::shared_ptr<detail::Stream>> streams_;
   std::shared_ptr<detail::PointToPointHub> point_to_point_;
 

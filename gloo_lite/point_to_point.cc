@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <limits>
 
@@ -18,11 +19,13 @@ namespace {
 constexpr size_t kMappedCheckBytes = size_t{1} << 20;
 
 // Whether the page holding `address` is mapped in this process (mincore fails with ENOMEM on an
-// unmapped page and on an address beyond the user address space).
+// unmapped page and on an address beyond the user address space; any other failure, EAGAIN
+// say, tells nothing, and the buffer is given the benefit of the doubt).
 bool page_is_mapped(uintptr_t address) {
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   unsigned char resident = 0;
-  return mincore(reinterpret_cast<void*>(address & ~(page - 1)), 1, &resident) == 0;
+  return mincore(reinterpret_cast<void*>(address & ~(page - 1)), 1, &resident) == 0 ||
+         errno != ENOMEM;
 }
 
 }  // namespace
@@ -49,6 +52,11 @@ PointToPointHub::PointToPointHub() : created_in_pid_(static_cast<int>(getpid()))
 
 std::exception_ptr PointToPointHub::forked_error(const std::string& call) const {
   return std::make_exception_ptr(InvalidArgument(forked_child_message(call, created_in_pid_)));
+}
+
+std::exception_ptr PointToPointHub::closed_error() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_why_;
 }
 
 bool PointToPointHub::enter() {
@@ -94,6 +102,7 @@ void PointToPointHub::close(transport::Mesh& mesh, const std::exception_ptr& why
   {
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;
+    closed_why_ = why;
     idle_.wait(lock, [&] { return inside_ == 0; });
     works.swap(works_);
   }
@@ -148,7 +157,11 @@ bool PointToPointWork::wait_until(const Deadline& until) {
 }
 
 bool PointToPointWork::refused() {
-  if (hub_->forked()) finish(hub_->forked_error(describe()));
+  if (hub_->forked()) {
+    finish(hub_->forked_error(describe()));
+  } else if (auto why = hub_->closed_error(); why && !WorkState::test()) {
+    finish(why);  // posted as the context closed: close() never saw it
+  }
   return WorkState::test();
 }
 

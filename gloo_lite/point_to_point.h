@@ -44,6 +44,8 @@ class PointToPointHub {
   bool forked() const { return fork_generation() != fork_generation_; }
   // The error of `call` in a forked child.
   std::exception_ptr forked_error(const std::string& call) const;
+  // close()'s error once it closed (null before): a work posted while it closed ends with it.
+  std::exception_ptr closed_error();
   void leave();
   void add(const std::shared_ptr<PointToPointWork>& work);
   // Works not finished yet (each is tested first: a transfer that completed but was never
@@ -57,6 +59,7 @@ class PointToPointHub {
   std::mutex mutex_;
   std::condition_variable idle_;
   bool open_ = true;
+  std::exception_ptr closed_why_;  // close()'s error, for works it refuses afterwards
   int inside_ = 0;
   std::vector<std::weak_ptr<PointToPointWork>> works_;
   size_t prune_at_ = 64;  // drop expired entries when the list reaches this size

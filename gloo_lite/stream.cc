@@ -245,9 +245,13 @@ void Stream::stop(const std::exception_ptr& why) {
   for (const auto& work : queued) work->cancel(why);
   bool on_worker = worker_.joinable() && worker_.get_id() == std::this_thread::get_id();
   if (!on_worker) {
-    // Also a call another thread ran (run_here_if_next) and is finishing.
+    // Also a call another thread ran (run_here_if_next) and is finishing. Not a call this
+    // thread runs itself (a close from its custom reduction): that one ends with `why` once it
+    // returns into the library, and waiting for it here would wait forever.
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return free_for_next_locked(); });
+    if (running_ == nullptr || running_thread_ != std::this_thread::get_id()) {
+      changed_.wait(lock, [&] { return free_for_next_locked(); });
+    }
   }
   if (worker_.joinable()) {
     // A context destroyed from its own worker (by a callback of the call it runs) cannot join.

@@ -274,6 +274,10 @@ TEST(Timeout, SurvivorsNameTheAbsentRankNotTheStoreWhenTheGraceOutlastsTheBudget
         auto store =
             make_tcp_store("127.0.0.1", static_cast<uint16_t>(port->load()), Deadline::after(10s));
         auto context = Context::create(store, rank, kRanks, loopback_device(), options);
+        // The survivors enter the call together: one that came more than the grace period
+        // after the other (a loaded machine, a sanitizer) would rightly be named too.
+        store->set("test/ready/" + std::to_string(rank), {1}, Deadline::after(10s));
+        store->wait(keys_of("test/ready/"), Deadline::after(30s));
         if (rank != kAbsent) {
           std::vector<float> data(100, 1.0f);
           try {
@@ -504,6 +508,68 @@ TEST(RankList, CompressesRunsAndStaysShortForAnyNumberOfRanks) {
   for (int i = 0; i < 50000; ++i) even[i] = 2 * i;
   EXPECT_EQ(rank_list(all), "1\u201399999");
   EXPECT_EQ(rank_list(even), "0, 2, 4, 6, 8, 10, 12, 14 and 49992 more");
+}
+
+// Context::close is for other threads while calls run (the bindings' close); these are the
+// ways a user reaches it that are not that.
+TEST(Close, AnIdleCloseRefusesLaterCallsInsteadOfLeavingThemUnfinished) {
+  run_context_threads(2, [](Context& context) {
+    context.close();
+    context.close();  // idempotent
+    int32_t value = 0;
+    int peer = 1 - context.rank();
+    // Before: the transfer went out on the live mesh and its work never finished (test()
+    // false forever, wait() returning without an error).
+    try {
+      Work work = context.irecv(peer, &value, sizeof(value), 7);
+      ADD_FAILURE() << "irecv after close() was accepted";
+    } catch (const ConnectionError& e) {
+      EXPECT_TRUE(contains(e.what(), "closed")) << e.what();
+    }
+    EXPECT_THROW(context.send(peer, &value, sizeof(value), 7), ConnectionError);
+    std::vector<float> data(4, 1.0f);
+    CollectiveOptions tagged;
+    tagged.tag = 3;
+    EXPECT_THROW(allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
+                           ReduceOp::kSum, tagged),
+                 ConnectionError);
+  });
+}
+
+TEST(Close, FromInsideACustomReductionEndsTheCallInsteadOfWaitingForIt) {
+  ContextOptions options;
+  options.timeout = 20s;
+  auto results = run_context_processes(
+      2,
+      [&](Context& context) {
+        CollectiveOptions call;
+        call.algorithm = "ring";
+        call.custom = [&context](void* dst, const void* src, size_t elements) {
+          // Before: close() waited for the call it was called from, forever.
+          if (context.rank() == 0) context.close();
+          auto* d = static_cast<int32_t*>(dst);
+          const auto* s = static_cast<const int32_t*>(src);
+          for (size_t i = 0; i < elements; ++i) d[i] += s[i];
+        };
+        std::vector<int32_t> data(3000, 1);
+        auto start = Clock::now();
+        EXPECT_ANY_THROW(allreduce(context, data.data(), data.data(), data.size(), DataType::kInt32,
+                                   ReduceOp::kCustom, call));
+        EXPECT_LT(seconds_since(start), 5.0) << "rank " << context.rank();
+      },
+      60s, options);
+  expect_all_ok(results);
+}
+
+TEST(Close, FromSeveralThreadsAtOnceStopsEachStreamOnce) {
+  run_context_threads(2, [](Context& context) {
+    std::vector<float> data(4, 1.0f);
+    allreduce(context, data);  // the tag's stream and its worker exist
+    std::vector<std::thread> closers;
+    for (int i = 0; i < 4; ++i) closers.emplace_back([&] { context.close(); });
+    for (auto& closer : closers) closer.join();
+    EXPECT_THROW(allreduce(context, data), ConnectionError);
+  });
 }
 
 // Runs in a forked child of rank 0 and owns its copy of the context: every call must throw
