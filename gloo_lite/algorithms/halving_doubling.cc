@@ -18,7 +18,6 @@
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/algorithms/subset_mesh.h"
-#include "gloo_lite/base/config.h"
 #include "gloo_lite/context.h"
 
 namespace gloo_lite::algo {
@@ -27,19 +26,16 @@ namespace {
 // Chunks of an exchange between ranks of one host (shared memory, or TCP on one machine).
 constexpr size_t kChunkBytes = 256 * 1024;
 
-// Chunks of an exchange across hosts: no larger than the TCP transport's eager threshold
-// (GLOO_LITE_TCP_EAGER_BYTES, 64 KiB by default), so that no step waits on a rendezvous.
+// Chunks of an exchange across hosts: no larger than the TCP transport's default eager
+// threshold (GLOO_LITE_TCP_EAGER_BYTES, 64 KiB), so that no step waits on a rendezvous.
 // Partners send to each other at once; with larger messages each needs a clear-to-send from
 // the other, and when one partner reaches the step later, its clear-to-send frames queue behind
 // the whole half it is already sending: the other direction of the link idles until then and
 // the step runs at half the link's rate (docs/algorithms.md, "halving_doubling across hosts").
-size_t cross_host_chunk_bytes() {
-  static const size_t bytes = std::clamp<size_t>(
-      static_cast<size_t>(std::max<int64_t>(0, knob_int("GLOO_LITE_TCP_EAGER_BYTES"))), 4 * 1024,
-      kChunkBytes);
-  return bytes;
-}
-
+// A constant, not the knob: both partners post their chunks, so they must agree on the size
+// whatever each process's environment says (the transport itself tolerates eager thresholds
+// that differ per process).
+constexpr size_t kCrossHostChunkBytes = 64 * 1024;
 // Whether `peer` is on another host than this rank (a cluster: TCP between them). Under
 // hierarchical's leader phase the call's mesh is a SubsetMesh: its ranks map to the context's.
 // Both partners compare the same two hosts, so they always agree on the chunks.
@@ -59,7 +55,7 @@ bool crosses_host(const Call& call, int peer) {
 
 // Elements per chunk of an exchange with `peer`.
 size_t chunk_elements(const Call& call, int peer) {
-  size_t bytes = crosses_host(call, peer) ? cross_host_chunk_bytes() : kChunkBytes;
+  size_t bytes = crosses_host(call, peer) ? kCrossHostChunkBytes : kChunkBytes;
   return std::max<size_t>(1, bytes / call.element);
 }
 
