@@ -123,10 +123,11 @@ HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t seque
       last_round = deadline.expired();
       for (int peer = 0; peer < context.size(); ++peer) {
         if (seen[peer] || !store.check({report_key(context, tag, peer)}, store_deadline)) continue;
-        seen[peer] = true;
-        --missing;
         Report report;
         std::string text = to_string(store.get(report_key(context, tag, peer), store_deadline));
+        // Seen once read: a peer whose read fails in the last round counts as absent.
+        seen[peer] = true;
+        --missing;
         if (!parse_report(text, &report)) continue;
         if (report.tag == tag && report.sequence == sequence) {
           verdict.same_call.push_back(peer);
