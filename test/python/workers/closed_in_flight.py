@@ -23,19 +23,22 @@ if sys.argv[1:] == ["warm"]:
     ctx.allreduce(np.ones(4, np.float32), tag=1)
 
 
-def asleep(tid):
-    with open(f"/proc/self/task/{tid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] == "S"
+def call_running(sequence):
+    # The flight recorder lists a call from its start (before it waits for rank 1) as
+    # "running for N ms".
+    return any(f"#{sequence} tag 1: allreduce" in line and ": running" in line
+               for line in ctx.flight_record().splitlines())
 
 
 if R == 0:
     closed_at = []
 
     def close_once_waiting():
-        # Once the main thread sleeps (in the call's wait, after it said "calling"), not at a
-        # fixed time: a close before the call would make it raise ValueError instead.
-        tid = threading.main_thread().native_id
-        while not asleep(tid):
+        # Once the call runs (the flight recorder says so), not at a fixed time: a close before
+        # the call would make it raise ValueError instead. Then a little more, so that the call
+        # is in its wait (a close a moment earlier must end it just the same).
+        sequence = 1 if sys.argv[1:] == ["warm"] else 0
+        while not call_running(sequence):
             time.sleep(0.01)
         time.sleep(0.2)
         closed_at.append(time.monotonic())
