@@ -175,12 +175,12 @@ class FileStore final : public Store {
   // cannot wedge the counter; a stopped one can, hence the deadline.
   int64_t add(const std::string& key, int64_t delta, const Deadline& deadline) override {
     FileKeyPaths paths = paths_of(key);
-    if (delta == 0) {
-      // A read: values are renamed into place whole, so it needs no lock, and it creates no
-      // files (an absent counter reads 0). Context's catch-up reads every peer's counter this
-      // way; creating them left a lock and a value file per absent rank, 2 x size in all.
-      std::optional<Bytes> current = read_value(paths.value, name_);
-      return store_detail::add_to_counter(current ? &*current : nullptr, 0, key, name_);
+    if (delta == 0 && !read_value(paths.value, name_)) {
+      // Reading a counter that does not exist: 0, and no files made for it. Context's catch-up
+      // reads every peer's counter this way; creating them left a lock and a value file per
+      // absent rank, 2 x size in all. A counter that exists takes the path below, which also
+      // writes its value back in its canonical form, as the other stores' add does.
+      return 0;
     }
     make_directories(paths);
     Fd lock(::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
