@@ -89,6 +89,22 @@ void report(const Problems& problems) {
   for (const std::string& problem : problems) ADD_FAILURE() << problem;
 }
 
+// allreduce of `count` elements of `kind`, out of place and in place, checked against the
+// reference; what went wrong goes into `problems`.
+void check_allreduce_case(Context& context, const Kind& kind, size_t count, uint64_t seed,
+                          const CollectiveOptions& options, const std::string& what,
+                          Problems& problems) {
+  const int me = context.rank();
+  const size_t e = element_bytes(kind.type);
+  Inputs in = inputs_of(kind, true, seed, context.size());
+  std::vector<uint8_t> input(count * e), output(count * e);
+  fill_inputs(in, me, 0, count, input.data());
+  allreduce(context, input.data(), output.data(), count, kind.type, kind.op, options);
+  check_reduction(in, kind.op, 0, count, output.data(), "allreduce " + what, problems);
+  allreduce(context, input.data(), input.data(), count, kind.type, kind.op, options);
+  check_reduction(in, kind.op, 0, count, input.data(), "allreduce in place " + what, problems);
+}
+
 // Every collective of the family on `context` with `algorithm` ("hierarchical" or "auto").
 void check_all(Context& context, const std::string& algorithm, bool blocks_too) {
   const int me = context.rank();
@@ -103,17 +119,7 @@ void check_all(Context& context, const std::string& algorithm, bool blocks_too) 
       std::string what = algorithm + " " + kind.name + " count " + std::to_string(count) +
                          " rank " + std::to_string(me);
       Problems problems;
-      // allreduce, out of place and in place.
-      {
-        Inputs in = inputs_of(kind, true, ++seed, p);
-        std::vector<uint8_t> input(count * e), output(count * e);
-        fill_inputs(in, me, 0, count, input.data());
-        allreduce(context, input.data(), output.data(), count, kind.type, kind.op, options);
-        check_reduction(in, kind.op, 0, count, output.data(), "allreduce " + what, problems);
-        allreduce(context, input.data(), input.data(), count, kind.type, kind.op, options);
-        check_reduction(in, kind.op, 0, count, input.data(), "allreduce in place " + what,
-                        problems);
-      }
+      check_allreduce_case(context, kind, count, ++seed, options, what, problems);
       for (int root : roots) {
         std::string at = what + " root " + std::to_string(root);
         {
@@ -194,24 +200,15 @@ TEST(Hierarchical, InterleavedHostsRootedAndAllreduce) {
 // hosts only; 100003 elements make several chunks of each. 4 x 2 mixes both kinds of partner;
 // 3 hosts of one rank fold rank 0 into rank 1 across a host.
 void check_allreduce(Context& context, const std::string& algorithm) {
-  const int me = context.rank();
-  const int p = context.size();
   CollectiveOptions options;
   options.algorithm = algorithm;
   uint64_t seed = 100;
   for (const Kind& kind : kKinds) {
-    const size_t e = element_bytes(kind.type);
     for (size_t count : kCounts) {
       std::string what = algorithm + " " + kind.name + " count " + std::to_string(count) +
-                         " rank " + std::to_string(me);
+                         " rank " + std::to_string(context.rank());
       Problems problems;
-      Inputs in = inputs_of(kind, true, ++seed, p);
-      std::vector<uint8_t> input(count * e), output(count * e);
-      fill_inputs(in, me, 0, count, input.data());
-      allreduce(context, input.data(), output.data(), count, kind.type, kind.op, options);
-      check_reduction(in, kind.op, 0, count, output.data(), "allreduce " + what, problems);
-      allreduce(context, input.data(), input.data(), count, kind.type, kind.op, options);
-      check_reduction(in, kind.op, 0, count, input.data(), "allreduce in place " + what, problems);
+      check_allreduce_case(context, kind, count, ++seed, options, what, problems);
       report(problems);
     }
   }
