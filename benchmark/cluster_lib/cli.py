@@ -93,13 +93,7 @@ def parse_args(argv):
     for x in a.lib_list:
         if x not in ("gloo_lite", "gloo", "mpi"):
             ap.error("unknown library %s (gloo_lite, gloo, mpi)" % x)
-    a.gloo_map = dict(model.GLOO_ALGOS)
-    if a.gloo_algos:
-        m = {}
-        for item in a.gloo_algos.split(","):
-            c, _, al = item.partition(":")
-            m.setdefault(c, []).append(al)
-        a.gloo_map.update({c: tuple(v) for c, v in m.items()})
+    a.gloo_map = model.gloo_algo_map(a.gloo_algos)
     return a
 
 

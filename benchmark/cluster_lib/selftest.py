@@ -7,6 +7,7 @@ import unittest
 from unittest import mock
 
 from compare_lib import model, runner
+from compare_lib import selftest as compare_selftest
 
 from . import cli, netns, topology
 
@@ -181,8 +182,4 @@ class GlooHostname(unittest.TestCase):
 
 
 def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(stream=sys.stdout, verbosity=2).run(suite)
-    failed = len(res.failures) + len(res.errors)
-    print("%d passed, %d failed" % (res.testsRun - failed, failed))
-    return 0 if res.wasSuccessful() else 1
+    return compare_selftest.run_module(sys.modules[__name__])

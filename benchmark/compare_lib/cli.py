@@ -115,13 +115,7 @@ def parse_args(argv):
     for v in a.mpi_list:
         if v not in runner.MPI_VARIANT_OPTS:
             ap.error("unknown MPI variant %s" % v)
-    a.gloo_map = dict(model.GLOO_ALGOS)
-    if a.gloo_algos:
-        m = {}
-        for item in a.gloo_algos.split(","):
-            c, _, al = item.partition(":")
-            m.setdefault(c, []).append(al)
-        a.gloo_map.update({c: tuple(v) for c, v in m.items()})
+    a.gloo_map = model.gloo_algo_map(a.gloo_algos)
     a.rss_bytes = model.parse_size(a.rss_size)
     return a
 

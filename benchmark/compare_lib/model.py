@@ -31,6 +31,19 @@ GLOO_ALGOS = {
 }
 MPI_VARIANTS = ("ob1_tcp", "ob1_vader")
 
+
+def gloo_algo_map(spec):
+    """GLOO_ALGOS with the collectives `spec` ("coll:algo,...", --gloo-algos) names replaced by
+    the algorithms it lists for them."""
+    algos = dict(GLOO_ALGOS)
+    if spec:
+        named = {}
+        for item in spec.split(","):
+            coll, _, algo = item.partition(":")
+            named.setdefault(coll, []).append(algo)
+        algos.update({coll: tuple(names) for coll, names in named.items()})
+    return algos
+
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 

@@ -337,9 +337,14 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(g[g.index("--collective") + 1], "barrier")
 
 
-def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+def run_module(module):
+    """Runs the unittest cases of `module`, prints a count; the exit status (0: all passed)."""
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     res = unittest.TextTestRunner(stream=sys.stdout, verbosity=2).run(suite)
     failed = len(res.failures) + len(res.errors)
     print("%d passed, %d failed" % (res.testsRun - failed, failed))
     return 0 if res.wasSuccessful() else 1
+
+
+def main():
+    return run_module(sys.modules[__name__])
