@@ -551,8 +551,10 @@ static Deadline deadline_for(std::chrono::milliseconds timeout,
 
 // Point-to-point tags are the user's half of the tag space (gloo_lite/transport/tag_space.h).
 // Also the calls' check that this is the context's process.
-static uint64_t point_to_point_tag(const char* what, const Context& context, int peer,
-                                   uint64_t tag) {
+// The checks every point-to-point entry point makes before it touches the transport; returns
+// the tag on the wire.
+static uint64_t point_to_point_tag(const char* what, const Context& context, int peer, uint64_t tag,
+                                   const void* data, size_t bytes) {
   context.require_creating_process(what);
   context.require_open(what);
   if (tag > tags::kMaxUserTag) {
@@ -560,13 +562,13 @@ static uint64_t point_to_point_tag(const char* what, const Context& context, int
                           " with rank " + std::to_string(peer) + ": tag " + std::to_string(tag) +
                           " is out of range; point-to-point tags are 0 <= tag < 2^63");
   }
+  detail::check_transfer_buffer(what, context.rank(), peer, data, bytes);
   return tags::point_to_point(tag);
 }
 
 Work Context::isend(int peer, const void* data, size_t bytes, uint64_t tag,
                     std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag);
-  detail::check_transfer_buffer("send", rank_, peer, data, bytes);
+  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{true, peer, 1, tag}, point_to_point_, *mesh_,
       mesh_->register_memory(const_cast<void*>(data), bytes),
@@ -584,8 +586,7 @@ Work Context::irecv(int peer, void* data, size_t bytes, uint64_t tag,
 Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                         std::chrono::milliseconds timeout) {
   int first = peers.empty() ? -1 : peers[0];
-  uint64_t wire_tag = point_to_point_tag("recv", *this, first, tag);
-  detail::check_transfer_buffer("recv", rank_, first, data, bytes);
+  uint64_t wire_tag = point_to_point_tag("recv", *this, first, tag, data, bytes);
   auto work = std::make_shared<detail::PointToPointWork>(
       detail::PointToPointWork::Kind{false, first, peers.size(), tag}, point_to_point_, *mesh_,
       mesh_->register_memory(data, bytes), deadline_for(timeout, options_.timeout));
@@ -598,8 +599,7 @@ Work Context::irecv_any(const std::vector<int>& peers, void* data, size_t bytes,
 // to allocate and track, since nothing outlives the call.
 void Context::send(int peer, const void* data, size_t bytes, uint64_t tag,
                    std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag);
-  detail::check_transfer_buffer("send", rank_, peer, data, bytes);
+  uint64_t wire_tag = point_to_point_tag("send", *this, peer, tag, data, bytes);
   auto memory = mesh_->register_memory(const_cast<void*>(data), bytes);
   auto request = mesh_->send(peer, wire_tag, *memory, 0, bytes);
   mesh_->wait({request}, deadline_for(timeout, options_.timeout));
@@ -612,8 +612,8 @@ void Context::recv(int peer, void* data, size_t bytes, uint64_t tag,
 
 int Context::recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                       std::chrono::milliseconds timeout) {
-  uint64_t wire_tag = point_to_point_tag("recv", *this, peers.empty() ? -1 : peers[0], tag);
-  detail::check_transfer_buffer("recv", rank_, peers.empty() ? -1 : peers[0], data, bytes);
+  uint64_t wire_tag =
+      point_to_point_tag("recv", *this, peers.empty() ? -1 : peers[0], tag, data, bytes);
   auto memory = mesh_->register_memory(data, bytes);
   auto request = mesh_->recv(peers, wire_tag, *memory, 0, bytes);
   mesh_->wait({request}, deadline_for(timeout, options_.timeout));
