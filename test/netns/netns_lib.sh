@@ -16,9 +16,11 @@
 # Only documentation addresses (192.0.2.0/24, RFC 5737) are used, and nothing is created in the
 # caller's own namespace: every link is made directly inside the new namespaces, so deleting
 # them removes every veth, qdisc and the bridge. NETNS_PREFIX, when set before sourcing, names
-# the namespaces (default glf<pid>).
+# the namespaces (default glf<pid>-). The prefix must end in a character that no pid contains
+# (the dash): netns_teardown deletes every namespace that starts with it, and a bare glf12
+# would also take glf123's, another test's running at the same time.
 
-NETNS_PREFIX=${NETNS_PREFIX:-"glf$$"}
+NETNS_PREFIX=${NETNS_PREFIX:-"glf$$-"}
 NETNS_RANKS=0
 NETNS_HUB_ADDRESS=192.0.2.254
 
