@@ -6,5 +6,7 @@ Modules:
   netns    - the namespaces through test/netns/netns_lib.sh (setup, shaping, teardown, checks)
   cli      - options, the runs (gloo_lite per rank in its namespace, the Gloo anchor, Open MPI),
              table, JSON and plot (compare_lib's parsers, anchor build and plot)
+  check    - --check's verdicts (values right, auto within PCT% of the fastest forced
+             algorithm), what the CI test test/netns/cluster_test.sh rests on
   selftest - fixture tests, no root and no namespaces: `cluster --self-test`
 """

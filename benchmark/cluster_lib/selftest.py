@@ -1,15 +1,18 @@
 """benchmark/cluster --self-test: fixtures only (no root, no namespaces, no runs): the --hosts
-and --link parsing, each collective's link limit, the table, and the launch command lines."""
+and --link parsing, each collective's link limit, the table, the launch command lines, and
+--check's verdicts (a wrong value, a failure, a slow auto, retries)."""
 
+import json
 import os
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
 from compare_lib import model, runner
 from compare_lib import selftest as compare_selftest
 
-from . import cli, netns, topology
+from . import check, cli, netns, topology
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "compare_lib", "fixtures")
@@ -66,6 +69,18 @@ class LinkLimits(unittest.TestCase):
         self.assertEqual(topology.link_bytes("broadcast", 16 * MIB, [3, 3, 2]), 16 * MIB)
         self.assertIsNone(topology.link_bytes("barrier", 0, [2] * 4))
         self.assertIsNone(topology.link_bytes("allreduce", MIB, [8]))
+
+    def test_rooted_and_alltoall(self):
+        # 2,2,1 (P = 5), root rank 0 on host 0 (2 ranks)
+        self.assertEqual(topology.link_bytes("reduce", 16 * MIB, [2, 2, 1]), 16 * MIB)
+        for coll in ("gather", "scatter"):
+            # the root's host receives (sends) the other 3 ranks' blocks: 3/5 of S
+            self.assertEqual(topology.link_bytes(coll, 50, [2, 2, 1]), 30)
+            # a host of 3 ranks beside a root host of 5 must send its 3/8 of S
+            self.assertEqual(topology.link_bytes(coll, 80, [5, 3]), 30)
+        # alltoall: host h sends R_h·(P−R_h) blocks of S/P: 2·3 = 6 of 5 for a 2-rank host
+        self.assertEqual(topology.link_bytes("alltoall", 50, [2, 2, 1]), 60)
+        self.assertEqual(topology.link_bytes("alltoall", 40, [1] * 4), 30)
 
     def test_time_and_fraction(self):
         # 2x2, 16 MiB allreduce at 1 Gbit/s: 16 MiB over the link = 134.2 ms
@@ -135,8 +150,12 @@ class CommandLine(unittest.TestCase):
 
     def test_bad_args(self):
         for argv in (["--link", "1gbit"], ["--hosts", "4x"], ["--hosts", "2x2", "--link", "x"],
-                     ["--hosts", "2x2", "--collectives", "alltoall"],
-                     ["--hosts", "2x2", "--libs", "nccl"]):
+                     ["--hosts", "2x2", "--collectives", "allscatter"],
+                     ["--hosts", "2x2", "--libs", "nccl"],
+                     ["--hosts", "2x2", "--check", "-1"],
+                     ["--hosts", "2x2", "--check", "10", "--libs", "gloo"],
+                     ["--hosts", "2x2", "--check", "10", "--check-from", "big"],
+                     ["--hosts", "2x2", "--retries", "-1"]):
             with mock.patch("sys.stderr"), self.assertRaises(SystemExit, msg=str(argv)):
                 cli.parse_args(argv)
 
@@ -162,6 +181,157 @@ class CommandLine(unittest.TestCase):
         c = run.gloo_cmds("opts_ring", "allgather", 8, MIB, "/st")
         self.assertEqual(len(c), 8)
         self.assertEqual(c[5][:3], ["/s/anchors/gloo_bench", "5", "8"])
+
+
+def _rec(variant, coll, size, time_us, pass_no=1, wrong=0, status="ok", chosen=None):
+    r = model.make_record("gloo_lite", variant, coll, 5, size, size, time_us, wrong=wrong,
+                          chosen=chosen or (variant if variant != "auto" else "ring"))
+    r.update(status=status, pass_no=pass_no)
+    return r
+
+
+def _case(coll, size, auto_us, ring_us=100.0, tree_us=200.0, **kw):
+    return [_rec("auto", coll, size, auto_us, **kw), _rec("ring", coll, size, ring_us, **kw),
+            _rec("tree", coll, size, tree_us, **kw)]
+
+
+class Check(unittest.TestCase):
+    def verdicts(self, recs):
+        return {(v["coll"], v["size"]): v for v in check.verdicts(recs, 0.10, MIB)}
+
+    def test_pass_and_slow(self):
+        recs = (_case("allreduce", MIB, 109.0) + _case("allgather", MIB, 111.0)
+                + _case("broadcast", 4096, 150.0) + _case("barrier", 0, 150.0))
+        vs = self.verdicts(recs)
+        self.assertEqual(vs["allreduce", MIB]["verdict"], check.OK)
+        self.assertAlmostEqual(vs["allreduce", MIB]["ratio"], 1.09)
+        self.assertEqual(vs["allgather", MIB]["verdict"], check.SLOW)
+        self.assertEqual(vs["allgather", MIB]["best"], "ring")
+        self.assertIn("11% slower than ring", vs["allgather", MIB]["why"])
+        # below --check-from and barrier: the time is not checked
+        self.assertEqual(vs["broadcast", 4096]["verdict"], check.OK)
+        self.assertFalse(vs["broadcast", 4096]["checked"])
+        self.assertEqual(vs["barrier", 0]["verdict"], check.OK)
+        self.assertEqual(check.exit_status(list(vs.values())), 3)
+        self.assertEqual([v["coll"] for v in check.time_misses(list(vs.values()))],
+                         ["allgather"])
+
+    def test_best_over_passes(self):
+        # a slow first pass, a retry of auto and ring where auto is within 10%: passes
+        recs = _case("allreduce", MIB, 150.0) + [_rec("auto", "allreduce", MIB, 105.0, 2),
+                                                  _rec("ring", "allreduce", MIB, 98.0, 2)]
+        v = self.verdicts(recs)["allreduce", MIB]
+        self.assertEqual((v["verdict"], v["auto_us"], v["best_us"]), (check.OK, 105.0, 98.0))
+        self.assertEqual(check.exit_status([v]), 0)
+
+    def test_wrong_values_are_never_outvoted(self):
+        recs = (_case("allreduce", MIB, 100.0, pass_no=2)
+                + [_rec("tree", "allreduce", MIB, 90.0, wrong=7, status="wrong")])
+        v = self.verdicts(recs)["allreduce", MIB]
+        self.assertEqual(v["verdict"], check.WRONG)
+        self.assertIn("tree (7 wrong)", v["why"])
+        self.assertEqual(v["best"], "ring")  # a wrong run's time never counts
+        self.assertEqual(check.exit_status([v]), 1)
+        self.assertEqual(check.time_misses([v]), [])  # not retried
+
+    def test_failures(self):
+        failed = model.Record(lib="gloo_lite", variant="all", coll="allgather", P=5, size=MIB,
+                              bytes=MIB, time_us=0.0, wrong=0, status="failed", rc=124,
+                              error="timed out\n  rank 3", pass_no=1)
+        vs = self.verdicts(_case("allgather", MIB, 100.0) + [failed]
+                           + [_rec("ring", "broadcast", MIB, 100.0)])
+        self.assertEqual(vs["allgather", MIB]["verdict"], check.FAILED)
+        self.assertIn("rc 124: timed out rank 3", vs["allgather", MIB]["why"])
+        self.assertEqual(vs["broadcast", MIB]["verdict"], check.FAILED)
+        self.assertIn("auto did not run", vs["broadcast", MIB]["why"])
+        self.assertEqual(check.exit_status(list(vs.values())), 1)
+
+    def test_render(self):
+        vs = check.verdicts(_case("allreduce", MIB, 100.0) + _case("allgather", MIB, 130.0)
+                            + _case("allgather", 64, 300.0), 0.10, MIB)
+        text = check.render(vs, 0.10, MIB)
+        self.assertIn("from 1M on auto within 10%", text)
+        self.assertIn("1 of 3 cases MISS", text)
+        self.assertIn("3.00 (not checked)", text)
+        self.assertIn("SLOW allgather 1M: auto (ran ring) 30% slower than ring", text)
+        ok = check.render(check.verdicts(_case("allreduce", MIB, 100.0), 0.1, MIB), 0.1, MIB)
+        self.assertIn(": PASS", ok)
+
+
+class ClusterRunWrongValues(unittest.TestCase):
+    """gloo_lite_bench exits 1 after a sweep with wrong values: the harness keeps its JSON's
+    per-algorithm counts, not only a failure."""
+
+    def run_case(self, rc, rows):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "runs"))
+            cfg = cli.parse_args(["--hosts", "2,2,1", "--check", "10"])
+            cfg.gl_iters = "auto"
+            run = runner.Runner(cfg, d, {}, None)
+            run.gl_bench, run.gl_auto_iters = "/b/gloo_lite_bench", True
+            cr = cli.ClusterRun(cfg, netns.Cluster(3, "200000kbit", prefix="glcT-"), d, run,
+                                1)
+
+            def launch(cl, shape, cmds, envs, timeout, cwd, logdir, name):
+                path = cmds[0][cmds[0].index("--json") + 1]
+                if rows is not None:
+                    with open(path, "w") as fh:
+                        json.dump(rows, fh)
+                return rc, "rank 0 out", "rank 0 err"
+
+            with mock.patch.object(cli, "launch", launch), mock.patch.object(runner, "log"):
+                return cr.gloo_lite("allreduce", MIB, 1, algos="auto,ring")
+
+    @staticmethod
+    def row(algo, wrong):
+        return dict(collective="allreduce", algorithm=algo, chosen="ring", P=5, bytes=MIB,
+                    inplace=False, time_us=1000.0, busbw_GBps=0.1, wrong=wrong)
+
+    def test_wrong(self):
+        recs = self.run_case(1, [self.row("auto", 0), self.row("ring", 3)])
+        by = {r["variant"]: r for r in recs}
+        self.assertEqual((by["auto"]["status"], by["ring"]["status"]), ("ok", "wrong"))
+        self.assertEqual(by["ring"]["wrong"], 3)
+        self.assertEqual(check.verdicts(recs, 0.1, MIB)[0]["verdict"], check.WRONG)
+
+    def test_failed_without_json_or_wrong(self):
+        for rows in (None, [self.row("auto", 0)]):
+            recs = self.run_case(124, rows)
+            self.assertEqual([(r["variant"], r["status"], r["rc"]) for r in recs],
+                             [("auto,ring", "failed", 124)])
+            self.assertIn("rank 0 err", recs[0]["error"])
+
+    def test_ok(self):
+        recs = self.run_case(0, [self.row("auto", 0), self.row("ring", 0)])
+        self.assertEqual({r["status"] for r in recs}, {"ok"})
+        self.assertAlmostEqual(recs[0]["link_limit_us"], 2 * MIB * 2 / 3 * 8 / 1e9 * 1e6)
+
+
+class Retries(unittest.TestCase):
+    def test_only_time_misses_run_again(self):
+        cfg = cli.parse_args(["--hosts", "2,2,1", "--check", "10", "--retries", "2"])
+        records = (_case("allreduce", MIB, 150.0) + _case("allgather", MIB, 100.0)
+                   + _case("broadcast", MIB, 150.0) + _case("reduce", MIB, 100.0)
+                   + [_rec("tree", "reduce", MIB, 90.0, wrong=1, status="wrong")])
+        calls = []
+
+        class FakeRun:
+            def gloo_lite(self, coll, size, pass_no, algos=None):
+                calls.append((coll, size, pass_no, algos))
+                # allreduce recovers on the first retry, broadcast never does
+                auto_us = 104.0 if coll == "allreduce" else 150.0
+                return [_rec("auto", coll, size, auto_us, pass_no),
+                        _rec("ring", coll, size, 100.0, pass_no)]
+
+        with tempfile.TemporaryFile("w+") as raw, mock.patch.object(runner, "log"):
+            cli._retry_time_misses(cfg, FakeRun(), raw, records)
+        self.assertEqual(calls, [("allreduce", MIB, 2, "auto,ring"),
+                                 ("broadcast", MIB, 2, "auto,ring"),
+                                 ("broadcast", MIB, 3, "auto,ring")])
+        vs = {v["coll"]: v["verdict"] for v in check.verdicts(records, 0.1, MIB)}
+        self.assertEqual(vs, dict(allreduce=check.OK, allgather=check.OK,
+                                  broadcast=check.SLOW, reduce=check.WRONG))
+        self.assertEqual(sum(1 for r in records if r.get("retry")), 6)
 
 
 class GlooHostname(unittest.TestCase):

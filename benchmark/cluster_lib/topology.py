@@ -19,11 +19,25 @@ reduce_scatter: the whole input); R_h the ranks of host h, P the ranks in all, H
   broadcast       S: the root's host must send every byte out at least once, and every other
                   host must receive it once; a relay (pipelined chain or tree) can keep each
                   link at S, so no bound larger than S holds either.
+  reduce          S: the mirror of broadcast. The root's host must receive a value for every
+                  byte from outside, and every other host's input must leave it once.
+  gather (S: the whole output at the root)  max(S·(P−R_0)/P, max_h S·R_h/P) with the root on
+                  host 0 (rank 0): its host receives the blocks of every rank elsewhere, and
+                  each other host must send its own ranks' blocks.
+  scatter         the same bytes as gather, in the other direction.
+  alltoall (S: each rank's whole buffer of P blocks)  max_h S·R_h·(P−R_h)/P: each of host h's
+                  R_h ranks sends a block of S/P to each of the P−R_h ranks elsewhere (and
+                  receives as many).
   barrier         no bytes: latency only, no limit.
 On one host (H = 1) nothing crosses a link and no limit applies.
 """
 
 import re
+
+# What benchmark/cluster runs (gloo_lite_bench's collectives; Gloo and Open MPI only where their
+# anchors have the collective), in the table's order.
+COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "barrier", "reduce",
+               "gather", "scatter", "alltoall")
 
 _RATE_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 
@@ -84,8 +98,12 @@ def link_bytes(coll, size, shape):
         return 2.0 * size * (H - 1) / H
     if coll in ("allgather", "reduce_scatter"):
         return max(size * (P - r) / float(P) for r in shape)
-    if coll == "broadcast":
+    if coll in ("broadcast", "reduce"):
         return float(size)
+    if coll in ("gather", "scatter"):  # the root, rank 0, is on host 0
+        return max([size * (P - shape[0]) / float(P)] + [size * r / float(P) for r in shape[1:]])
+    if coll == "alltoall":
+        return max(size * r * (P - r) / float(P) for r in shape)
     raise ValueError("no link limit for %s" % coll)
 
 
@@ -123,8 +141,7 @@ def table_rows(records):
     """Records (lib, variant, coll, size, time_us, busbw, link_frac, chosen, status) -> rows of
     cells in COLUMNS order, by collective, size, then gloo_lite auto, gloo_lite's algorithms,
     Gloo, Open MPI; a '*' marks the fastest of each (collective, size)."""
-    order = {c: i for i, c in enumerate(("allreduce", "allgather", "reduce_scatter",
-                                          "broadcast", "barrier"))}
+    order = {c: i for i, c in enumerate(COLLECTIVES)}
     lib_rank = {"gloo_lite": 0, "gloo": 1, "openmpi": 2}
     best = {}
     for r in records:
@@ -137,7 +154,9 @@ def table_rows(records):
     rows = []
     for r in recs:
         ok = r.get("status", "ok") == "ok" and r.get("time_us")
-        if not ok:
+        if r.get("status") == "wrong":
+            cells = ["WRONG (%d)" % r["wrong"], "-", "-", "-"]
+        elif not ok:
             cells = ["FAILED", "-", "-", "-"]
         else:
             mark = "*" if r["time_us"] == best.get((r["coll"], r["size"])) else ""

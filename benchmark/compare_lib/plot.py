@@ -69,7 +69,9 @@ def draw(records, out_png, title=""):
     import matplotlib.pyplot as plt
 
     data = series(records)
-    colls = [c for c in model.COLLECTIVES if c in data and c != "barrier"]
+    # compare's collectives first; benchmark/cluster also runs reduce, gather, scatter, alltoall
+    colls = [c for c in model.COLLECTIVES if c in data and c != "barrier"] + sorted(
+        c for c in data if c not in model.COLLECTIVES)
     Ps = sorted({p for c in data.values() for p in c})
     has_barrier = "barrier" in data
     nrows = 2 * len(colls) + (1 if has_barrier else 0)
