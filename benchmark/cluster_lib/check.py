@@ -7,7 +7,7 @@ A case passes when
     every output element on every rank with bench_values' reference and exits 1 on a wrong
     one; the harness keeps its per-algorithm counts (status 'wrong') or the failure. Every
     pass and retry counts here: a wrong value is never outvoted by a later good run;
-  - auto ran;
+  - auto ran, and on the checked sizes at least one forced algorithm;
   - on sizes from `from_size` on (the large ones, where the link and not latency bounds the
     time), auto's time is at most (1 + tolerance) times the fastest forced algorithm's. Times
     are the best over passes and retries (model.best_of_passes), so that one noisy moment of a
@@ -60,6 +60,10 @@ def verdicts(records, tolerance, from_size):
                 " ".join((r.get("error") or "").split())[-300:]) for r in failed)
         elif not auto:
             v["verdict"], v["why"] = FAILED, "auto did not run"
+        elif v["checked"] and not top:
+            # nothing to compare auto with: a check that could not fail must not pass
+            v["verdict"] = FAILED
+            v["why"] = "no forced algorithm ran to compare auto with (--algos all)"
         elif v["checked"] and v["ratio"] is not None and v["ratio"] > 1.0 + tolerance:
             v["verdict"] = SLOW
             v["why"] = "auto (ran %s) %.0f%% slower than %s, allowed %.0f%%" % (

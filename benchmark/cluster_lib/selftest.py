@@ -244,6 +244,11 @@ class Check(unittest.TestCase):
         self.assertIn("rc 124: timed out rank 3", vs["allgather", MIB]["why"])
         self.assertEqual(vs["broadcast", MIB]["verdict"], check.FAILED)
         self.assertIn("auto did not run", vs["broadcast", MIB]["why"])
+        # auto alone: nothing to compare with on a checked size (fine below it)
+        vs = self.verdicts([_rec("auto", "reduce", MIB, 100.0), _rec("auto", "reduce", 64, 9.0)])
+        self.assertEqual(vs["reduce", MIB]["verdict"], check.FAILED)
+        self.assertIn("no forced algorithm", vs["reduce", MIB]["why"])
+        self.assertEqual(vs["reduce", 64]["verdict"], check.OK)
         self.assertEqual(check.exit_status(list(vs.values())), 1)
 
     def test_render(self):
