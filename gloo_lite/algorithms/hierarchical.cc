@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "gloo_lite/algorithms/families.h"
@@ -31,10 +33,11 @@ constexpr const char* kName = "hierarchical";
 // connect): hosts in order of their lowest rank, each host's ranks ascending.
 struct Layout {
   std::vector<std::vector<int>> hosts;
-  int host = 0;          // this rank's host
-  int local = 0;         // this rank's index among its host's ranks
-  size_t widest = 0;     // the most ranks on one host
-  size_t narrowest = 0;  // the fewest
+  std::vector<std::string> names;  // each host's identity, in the order of `hosts`
+  int host = 0;                    // this rank's host
+  int local = 0;                   // this rank's index among its host's ranks
+  size_t widest = 0;               // the most ranks on one host
+  size_t narrowest = 0;            // the fewest
   // Every host's ranks are consecutive: a host's blocks of allgather and reduce_scatter are
   // then one contiguous run, which the message algorithms among the leaders need.
   bool contiguous = true;
@@ -47,7 +50,10 @@ Layout layout_of(const std::vector<std::string>& names, int rank) {
   std::map<std::string, int> index;
   for (int r = 0; r < static_cast<int>(names.size()); ++r) {
     auto [found, added] = index.emplace(names[r], static_cast<int>(layout.hosts.size()));
-    if (added) layout.hosts.emplace_back();
+    if (added) {
+      layout.hosts.emplace_back();
+      layout.names.push_back(names[r]);
+    }
     std::vector<int>& ranks = layout.hosts[found->second];
     if (!ranks.empty() && ranks.back() != r - 1) layout.contiguous = false;
     if (r == rank) {
@@ -139,6 +145,7 @@ class Phases {
   Phases(const Call& call, int root)
       : call_(call),
         layout_(layout_of(*call.context, call.rank)),
+        here_(layout_.mine().size(), layout_.names[layout_.host]),
         local_(*call.mesh, layout_.mine(), layout_.local),
         leaders_(*call.mesh, leaders_for(root), layout_.host) {}
 
@@ -154,14 +161,17 @@ class Phases {
   }
 
   // The call as a phase on one of the groups: collective, root, counts and buffers are the
-  // phase's; tag, fingerprint, deadline, type and op the call's.
-  Call on_host(Collective collective, int root) const { return phase(local_, collective, root); }
-  Call on_leaders(Collective collective, int root) const {
-    return phase(leaders_, collective, root);
+  // phase's; tag, fingerprint, deadline, type and op the call's. The phase's `hosts` are its
+  // own ranks' (the tuner's cost of a phase counts what crosses hosts among them).
+  Call on_host(Collective collective, int root) const {
+    return phase(local_, here_, collective, root);
   }
-  // ... on another group, `mesh` (which must outlive the phase).
-  Call on(const SubsetMesh& mesh, Collective collective, int root) const {
-    return phase(mesh, collective, root);
+  Call on_leaders(Collective collective, int root) const {
+    return phase(leaders_, layout_.names, collective, root);
+  }
+  // ... on a lane (one rank per host, in host order), `mesh` (which must outlive the phase).
+  Call on_lane(const SubsetMesh& mesh, Collective collective, int root) const {
+    return phase(mesh, layout_.names, collective, root);
   }
 
   // Runs a phase of the host's ranks in their segment (created at the stream's first use), or,
@@ -189,8 +199,10 @@ class Phases {
     }
     return leaders;
   }
-  Call phase(const SubsetMesh& mesh, Collective collective, int root) const {
+  Call phase(const SubsetMesh& mesh, const std::vector<std::string>& hosts, Collective collective,
+             int root) const {
     Call phase = call_;
+    phase.hosts = &hosts;
     phase.mesh = const_cast<SubsetMesh*>(&mesh);  // a view: its requests are the parent's
     phase.rank = mesh.rank();
     phase.size = mesh.size();
@@ -205,6 +217,7 @@ class Phases {
 
   const Call& call_;
   Layout layout_;
+  std::vector<std::string> here_;  // this host's identity, once per rank of it
   SubsetMesh local_;
   SubsetMesh leaders_;
 };
@@ -231,20 +244,25 @@ std::pair<size_t, size_t> host_range(const Call& call, const Layout& layout, int
   return {first, total};
 }
 
-// The lanes of a call of `count` elements: K = the fewest ranks of any host; local rank i < K of
-// every host carries slice i (elements [count*i/K, count*(i+1)/K)) in lane i, whose ranks are
-// local rank i of each host. Ranks beyond K on a host have an empty slice.
+// The elements that [a, a + a_length) and [b, b + b_length) share.
+size_t overlap(size_t a, size_t a_length, size_t b, size_t b_length) {
+  size_t from = std::max(a, b), to = std::min(a + a_length, b + b_length);
+  return to > from ? to - from : 0;
+}
+
+// The lanes of a call over `total` elements: K = the fewest ranks of any host; local rank i < K
+// of every host carries slice i (elements [total*i/K, total*(i+1)/K)) in lane i, whose ranks
+// are local rank i of each host, in host order. Ranks beyond K on a host have an empty slice.
+// With K = 1 the lane is the hosts' lowest ranks: one leader per host.
 struct Lanes {
-  Lanes(const Call& call, const Layout& layout)
-      : count(static_cast<int>(layout.narrowest)), lane(layout.local) {
-    auto begin = [&](int i) { return call.count * static_cast<size_t>(i) / count; };
+  Lanes(const Layout& layout, size_t total)
+      : count(static_cast<int>(layout.narrowest)), lane(layout.local), total(total) {
     slices.assign(layout.mine().size(), 0);
     for (int i = 0; i < count; ++i) slices[i] = begin(i + 1) - begin(i);
     first = begin(std::min(lane, count));
     mine = in_lane() ? slices[lane] : 0;
-    slice = call.output + call.bytes(first);
-    memory = call.mesh->register_memory(slice, call.bytes(mine));
   }
+  size_t begin(int i) const { return total * static_cast<size_t>(i) / count; }
   bool in_lane() const { return lane < count; }
   // This rank's lane as a mesh: its index there is its host's.
   SubsetMesh mesh(const Call& call, const Layout& layout) const {
@@ -252,39 +270,66 @@ struct Lanes {
     for (const auto& host : layout.hosts) ranks.push_back(host[lane]);
     return SubsetMesh(*call.mesh, std::move(ranks), layout.host);
   }
+  // The part of each host's run of blocks (allgather, reduce_scatter) in this rank's slice, in
+  // host order: the blocks of the lane's allgatherv or reduce_scatterv over the slice.
+  std::vector<size_t> runs_in_slice(const Call& call, const Layout& layout) const;
+  // The part of each local rank's slice in [from, from + length) (this host's run).
+  std::vector<size_t> slices_in(size_t from, size_t length) const {
+    std::vector<size_t> parts(slices.size(), 0);
+    for (int i = 0; i < count; ++i) parts[i] = overlap(begin(i), slices[i], from, length);
+    return parts;
+  }
 
   int count;
   int lane;
+  size_t total;
   std::vector<size_t> slices;  // per local rank
   size_t first = 0;            // this rank's slice, in elements
   size_t mine = 0;
-  uint8_t* slice = nullptr;
-  std::unique_ptr<transport::Memory> memory;  // the slice, registered
 };
 
-// allreduce in K lanes, K the fewest ranks of any host: the host's ranks reduce_scatter the
-// vector in their segment into K slices, local rank i < K getting the host's sum of slice i;
-// local rank i of every host allreduces slice i with the others over the network (the K lanes
-// at once, each with 1/K of the bytes); the host's ranks allgather the slices. With K = 1 that
-// is a reduce to the leader, an allreduce among the leaders and a broadcast.
+std::vector<size_t> Lanes::runs_in_slice(const Call& call, const Layout& layout) const {
+  std::vector<size_t> runs;
+  for (int h = 0; h < static_cast<int>(layout.hosts.size()); ++h) {
+    auto [from, length] = host_range(call, layout, h);
+    runs.push_back(overlap(first, mine, from, length));
+  }
+  return runs;
+}
+
+// `elements` at `data`, registered on their own: a phase's buffers start where their memory
+// does.
+struct Region {
+  Region(const Call& call, uint8_t* data, size_t elements)
+      : data(data), memory(call.mesh->register_memory(data, call.bytes(elements))) {}
+  uint8_t* data;
+  std::unique_ptr<transport::Memory> memory;
+};
+
+// allreduce in K lanes: the host's ranks reduce_scatter the vector in their segment into K
+// slices, local rank i < K getting the host's sum of slice i; local rank i of every host
+// allreduces slice i with the others over the network (the K lanes at once, each with 1/K of
+// the bytes); the host's ranks allgather the slices. With K = 1 that is a reduce to the leader,
+// an allreduce among the leaders and a broadcast.
 void run_allreduce(const Call& call) {
   Phases phases(call, 0);
   const Layout& layout = phases.layout();
-  Lanes lanes(call, layout);
+  Lanes lanes(layout, call.count);
+  Region slice(call, call.output + call.bytes(lanes.first), lanes.mine);
   const bool local = phases.local_size() > 1;
   if (local) {
     Call reduce_scatter = phases.on_host(Collective::kReduceScatter, 0);
     set_blocks(reduce_scatter, lanes.slices);
-    set_buffers(reduce_scatter, call.input, call.input_memory, lanes.slice, lanes.memory.get());
+    set_buffers(reduce_scatter, call.input, call.input_memory, slice.data, slice.memory.get());
     phases.run_on_host(reduce_scatter);
   } else {
     copy_own_block(call, call.input, call.output, call.count);
   }
   if (lanes.in_lane()) {
     SubsetMesh mesh = lanes.mesh(call, layout);
-    Call allreduce = phases.on(mesh, Collective::kAllreduce, 0);
+    Call allreduce = phases.on_lane(mesh, Collective::kAllreduce, 0);
     allreduce.count = lanes.mine;
-    set_buffers(allreduce, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
+    set_buffers(allreduce, slice.data, slice.memory.get(), slice.data, slice.memory.get());
     phases.run_on_leaders(allreduce);
   }
   if (local) {
@@ -306,7 +351,8 @@ void run_broadcast(const Call& call) {
   const int root_host = place_of(layout, call.root).first;
   const bool local = phases.local_size() > 1;
   if (broadcast_in_lanes(call, layout, CostModel::get())) {
-    Lanes lanes(call, layout);
+    Lanes lanes(layout, call.count);
+    Region slice(call, call.output + call.bytes(lanes.first), lanes.mine);
     if (local && layout.host == root_host) {
       Call broadcast = phases.on_host(Collective::kBroadcast, phases.local_leader());
       broadcast.count = call.count;
@@ -314,9 +360,9 @@ void run_broadcast(const Call& call) {
     }
     if (lanes.in_lane()) {
       SubsetMesh mesh = lanes.mesh(call, layout);
-      Call broadcast = phases.on(mesh, Collective::kBroadcast, root_host);
+      Call broadcast = phases.on_lane(mesh, Collective::kBroadcast, root_host);
       broadcast.count = lanes.mine;
-      set_buffers(broadcast, lanes.slice, lanes.memory.get(), lanes.slice, lanes.memory.get());
+      set_buffers(broadcast, slice.data, slice.memory.get(), slice.data, slice.memory.get());
       phases.run_on_leaders(broadcast);
     }
     if (local && layout.host != root_host) {
@@ -379,12 +425,16 @@ void run_reduce(const Call& call) {
   }
 }
 
-// allgather (in place: every rank's block is already in the output): the host's blocks to each
-// of its ranks, the hosts' runs of blocks among the leaders, the whole result to each host.
+// allgather (in place: every rank's block is already in the output), in K lanes over the
+// whole output: the host's blocks to each of its ranks (their run of the output), lane i
+// allgathers slice i of the output among the hosts, each host giving the part of its run in
+// slice i (the K lanes at once, 1/K of the bytes each), the host's ranks allgather the slices.
+// With K = 1: an allgather of the hosts' runs among the leaders, then a broadcast in each host.
 void run_allgather(const Call& call) {
   Phases phases(call, 0);
   const Layout& layout = phases.layout();
   const bool local = phases.local_size() > 1;
+  Lanes lanes(layout, call.offsets.back() + call.blocks.back());
   if (local) {
     Call allgather = phases.on_host(Collective::kAllgather, 0);
     for (int r : layout.mine()) {
@@ -395,70 +445,65 @@ void run_allgather(const Call& call) {
     // message algorithms take too, should the host have no segment.)
     phases.run_on_host(allgather);
   }
-  if (phases.leader()) {
-    Call allgather = phases.on_leaders(Collective::kAllgather, 0);
-    std::vector<size_t> blocks;
-    for (int h = 0; h < phases.hosts(); ++h) blocks.push_back(host_range(call, layout, h).second);
-    set_blocks(allgather, std::move(blocks));
+  if (lanes.in_lane()) {
+    SubsetMesh mesh = lanes.mesh(call, layout);
+    Call allgather = phases.on_lane(mesh, Collective::kAllgather, 0);
+    set_blocks(allgather, lanes.runs_in_slice(call, layout));
+    Region slice(call, call.output + call.bytes(lanes.first), lanes.mine);
+    set_buffers(allgather, slice.data, slice.memory.get(), slice.data, slice.memory.get());
     phases.run_on_leaders(allgather);
   }
   if (local) {
-    Call broadcast = phases.on_host(Collective::kBroadcast, 0);
-    broadcast.count = call.offsets.back() + call.blocks.back();
-    phases.run_on_host(broadcast);
+    Call allgather = phases.on_host(Collective::kAllgather, 0);
+    set_blocks(allgather, lanes.slices);
+    phases.run_on_host(allgather);
   }
 }
 
-// reduce_scatter: the host's sum of the whole input at its leader, the leaders' reduce_scatter
-// of runs of blocks (one per host), the host's run to each of its ranks, which keeps its block.
+// reduce_scatter, in K lanes over the whole input: the host's ranks reduce_scatter it into K
+// slices (local rank i < K gets the host's sum of slice i), lane i reduce_scatters slice i among
+// the hosts, each host getting the part of its run of blocks in slice i, the host's ranks
+// allgather their run's parts and each keeps its block. With K = 1: a reduce to the leader, a
+// reduce_scatter of runs among the leaders, a broadcast of the run in each host.
 void run_reduce_scatter(const Call& call) {
   Phases phases(call, 0);
   const Layout& layout = phases.layout();
   const bool local = phases.local_size() > 1;
-  const size_t total = call.offsets.back() + call.blocks.back();
+  Lanes lanes(layout, call.offsets.back() + call.blocks.back());
   auto [first, part] = host_range(call, layout, layout.host);
   Buffers& pool = buffers();
-  // The leader's sum of the host's inputs (the input itself on a host of one rank).
-  const uint8_t* sum = call.input;
-  std::unique_ptr<transport::Memory> sum_memory;
-  transport::Memory* sum_region = call.input_memory;
-  if (local && phases.leader()) {
-    uint8_t* data = grown(pool.sum, call.bytes(total));
-    sum_memory = call.mesh->register_memory(data, call.bytes(total));
-    sum = data;
-    sum_region = sum_memory.get();
-  }
+  // This rank's slice summed over its host (the input itself on a host of one rank: K = 1, the
+  // slice is the whole input).
+  std::optional<Region> sum;
+  if (local) sum.emplace(call, grown(pool.sum, call.bytes(lanes.mine)), lanes.mine);
   // The host's run of the result (the output itself on a host of one rank).
   uint8_t* run = local ? grown(pool.part, call.bytes(part)) : call.output;
-  std::unique_ptr<transport::Memory> run_memory;
-  transport::Memory* run_region = call.output_memory;
   if (local) {
-    run_memory = call.mesh->register_memory(run, call.bytes(part));
-    run_region = run_memory.get();
+    Call reduce_scatter = phases.on_host(Collective::kReduceScatter, 0);
+    set_blocks(reduce_scatter, lanes.slices);
+    set_buffers(reduce_scatter, call.input, call.input_memory, sum->data, sum->memory.get());
+    phases.run_on_host(reduce_scatter);
   }
-  if (local) {
-    Call reduce = phases.on_host(Collective::kReduce, 0);
-    reduce.count = total;
-    std::unique_ptr<transport::Memory> none;
-    if (!phases.leader()) none = call.mesh->register_memory(nullptr, 0);
-    set_buffers(reduce, call.input, call.input_memory,
-                phases.leader() ? const_cast<uint8_t*>(sum) : nullptr,
-                phases.leader() ? sum_region : none.get());
-    phases.run_on_host(reduce);
-  }
-  if (phases.leader()) {
-    Call reduce_scatter = phases.on_leaders(Collective::kReduceScatter, 0);
-    std::vector<size_t> blocks;
-    for (int h = 0; h < phases.hosts(); ++h) blocks.push_back(host_range(call, layout, h).second);
-    set_blocks(reduce_scatter, std::move(blocks));
-    set_buffers(reduce_scatter, sum, sum_region, run, run_region);
+  if (lanes.in_lane()) {
+    SubsetMesh mesh = lanes.mesh(call, layout);
+    Call reduce_scatter = phases.on_lane(mesh, Collective::kReduceScatter, 0);
+    set_blocks(reduce_scatter, lanes.runs_in_slice(call, layout));
+    // This host's part of the slice, at its place in the run.
+    const size_t at = std::max(lanes.first, first) - first;
+    Region out(call, run + call.bytes(at), reduce_scatter.blocks[layout.host]);
+    if (local) {
+      set_buffers(reduce_scatter, sum->data, sum->memory.get(), out.data, out.memory.get());
+    } else {
+      set_buffers(reduce_scatter, call.input, call.input_memory, out.data, out.memory.get());
+    }
     phases.run_on_leaders(reduce_scatter);
   }
   if (local) {
-    Call broadcast = phases.on_host(Collective::kBroadcast, 0);
-    broadcast.count = part;
-    set_buffers(broadcast, run, run_region, run, run_region);
-    phases.run_on_host(broadcast);
+    Region whole(call, run, part);
+    Call allgather = phases.on_host(Collective::kAllgather, 0);
+    set_blocks(allgather, lanes.slices_in(first, part));
+    set_buffers(allgather, run, whole.memory.get(), run, whole.memory.get());
+    phases.run_on_host(allgather);
     size_t own = call.offsets[call.rank] - first;
     if (call.blocks[call.rank] > 0) {
       std::memcpy(call.output, run + call.bytes(own), call.bytes(call.blocks[call.rank]));
@@ -500,14 +545,19 @@ class PhaseCosts {
   double on_host(Collective collective, size_t count) const {
     return shm_cost(shape(call_, collective, static_cast<int>(layout_.widest), count), model_);
   }
+  // A network phase among one rank per host (a lane, or the leaders).
   double on_network(Collective collective, size_t count) const {
-    return best(shape(call_, collective, hosts(), count));
+    Call phase = shape(call_, collective, hosts(), count);
+    phase.hosts = &layout_.names;
+    return best(phase);
   }
-  // A network phase of one run of blocks per host (allgather, reduce_scatter).
-  double on_network_runs(Collective collective) const {
+  // A lane's phase of allgather or reduce_scatter: 1/K of each host's run of blocks.
+  double on_lane_runs(Collective collective) const {
     Call phase = shape(call_, collective, hosts(), 0);
+    phase.hosts = &layout_.names;
     std::vector<size_t> runs;
-    for (int h = 0; h < hosts(); ++h) runs.push_back(host_range(call_, layout_, h).second);
+    for (int h = 0; h < hosts(); ++h)
+      runs.push_back(host_range(call_, layout_, h).second / lanes());
     set_blocks(phase, std::move(runs));
     return best(phase);
   }
@@ -561,12 +611,11 @@ double cost(const Call& call, const CostModel& model) {
       return costs.on_host(Collective::kReduce, n) + costs.on_network(Collective::kReduce, n);
     case Collective::kAllgather:
       return costs.on_host(Collective::kAllgather, own_host) +
-             costs.on_network_runs(Collective::kAllgather) +
-             costs.on_host(Collective::kBroadcast, n);
+             costs.on_lane_runs(Collective::kAllgather) + costs.on_host(Collective::kAllgather, n);
     case Collective::kReduceScatter:
-      return costs.on_host(Collective::kReduce, n) +
-             costs.on_network_runs(Collective::kReduceScatter) +
-             costs.on_host(Collective::kBroadcast, own_host);
+      return costs.on_host(Collective::kReduceScatter, n) +
+             costs.on_lane_runs(Collective::kReduceScatter) +
+             costs.on_host(Collective::kAllgather, own_host);
     default:
       return 2 * costs.on_host(Collective::kBarrier, 0) + costs.on_network(Collective::kBarrier, 0);
   }

@@ -40,6 +40,10 @@ using std::chrono::seconds;
 // The host of each rank.
 const std::vector<std::string> kFourByTwo = {"a", "a", "b", "b", "c", "c", "d", "d"};
 const std::vector<std::string> kUneven = {"a", "a", "a", "b", "b", "c", "c", "d"};
+// Lanes (K = the fewest ranks of any host): 2 lanes, and a third rank on hosts a and b that
+// carries none; 4 lanes between 2 hosts, where counts 1 and 7 leave some lanes empty.
+const std::vector<std::string> kThreeThreeTwo = {"a", "a", "a", "b", "b", "b", "c", "c"};
+const std::vector<std::string> kTwoByFour = {"a", "a", "a", "a", "b", "b", "b", "b"};
 // Hosts whose ranks interleave: allreduce, broadcast, reduce and barrier only.
 const std::vector<std::string> kInterleaved = {"a", "b", "a", "b", "c", "c"};
 
@@ -155,6 +159,15 @@ void check_all(Context& context, const std::string& algorithm, bool blocks_too) 
             check_copy(in, r, offsets[r], blocks[r], output.data() + offsets[r] * e,
                        "allgatherv block " + std::to_string(r) + " " + what, problems);
           }
+          // In place: the input is this rank's block of the output.
+          std::vector<uint8_t> inout(total * e);
+          fill_inputs(in, me, offsets[me], blocks[me], inout.data() + offsets[me] * e);
+          allgatherv(context, inout.data() + offsets[me] * e, inout.data(), blocks, kind.type,
+                     options);
+          for (int r = 0; r < p; ++r) {
+            check_copy(in, r, offsets[r], blocks[r], inout.data() + offsets[r] * e,
+                       "allgatherv in place block " + std::to_string(r) + " " + what, problems);
+          }
         }
         {
           Inputs in = inputs_of(kind, true, ++seed, p);
@@ -164,6 +177,10 @@ void check_all(Context& context, const std::string& algorithm, bool blocks_too) 
                           options);
           check_reduction(in, kind.op, offsets[me], blocks[me], output.data(),
                           "reduce_scatterv " + what, problems);
+          // In place: the result at the buffer's start.
+          reduce_scatterv(context, input.data(), input.data(), blocks, kind.type, kind.op, options);
+          check_reduction(in, kind.op, offsets[me], blocks[me], input.data(),
+                          "reduce_scatterv in place " + what, problems);
         }
       }
       report(problems);
@@ -183,6 +200,20 @@ TEST(Hierarchical, UnevenHostsEveryCollectiveForcedAndAuto) {
     check_all(context, "hierarchical", true);
     check_all(context, "auto", true);
   }));
+}
+
+// Lanes with ranks left over (3+3+2: 2 lanes, local rank 2 of hosts a and b carries no slice)
+// and more lanes than some counts have elements per host (2 x 4: 4 lanes, counts 1 and 7).
+TEST(Hierarchical, LanesOnUnevenHostsEveryCollectiveForcedAndAuto) {
+  expect_all_ok(run_hosts(kThreeThreeTwo, [](Context& context) {
+    check_all(context, "hierarchical", true);
+    check_all(context, "auto", true);
+  }));
+}
+
+TEST(Hierarchical, FourLanesBetweenTwoHostsEveryCollectiveForced) {
+  expect_all_ok(
+      run_hosts(kTwoByFour, [](Context& context) { check_all(context, "hierarchical", true); }));
 }
 
 TEST(Hierarchical, InterleavedHostsRootedAndAllreduce) {
