@@ -4,7 +4,9 @@
 # (GLOO_LITE_HOST_ID = the namespace), so they talk over shared memory and across namespaces over
 # TCP on 192.0.2.0/24. gloo_lite_bench checks every output element (-c 1) of allreduce,
 # broadcast, reduce, allgather, reduce_scatter and barrier, once with GLOO_LITE_ALGO naming
-# hierarchical and once under auto (which must pick hierarchical for the large allreduce).
+# hierarchical and once under auto (which must pick hierarchical for the large allreduce). Then
+# 3 + 3 + 2 ranks on three of the namespaces (2 lanes, and a rank on two hosts that carries no
+# slice), every collective forced.
 #
 #   hierarchical_test.sh GLOO_LITE_BENCH GLOO_LITE_STORE
 #
@@ -19,9 +21,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/netns_lib.sh"
 
 HOSTS=4
-PER_HOST=2
-RANKS=$((HOSTS * PER_HOST))
 STORE_PORT=29501
+# The host (namespace index) of each rank: 4 x 2 first.
+HOST_OF=(0 0 1 1 2 2 3 3)
+RANKS=${#HOST_OF[@]}
 
 if ! why=$(netns_available); then
   echo "SKIP: $why"
@@ -45,12 +48,12 @@ fail() {
   failures=$((failures + 1))
 }
 
-# run_bench NAME ALGO COLLECTIVE MAXBYTES: the 8 ranks, rank r in namespace r / 2; fails NAME
-# unless every rank exits 0.
+# run_bench NAME ALGO COLLECTIVE MAXBYTES: the ranks, rank r in namespace HOST_OF[r]; fails
+# NAME unless every rank exits 0.
 run_bench() {
   local name=$1 algo=$2 collective=$3 maxbytes=$4 r pids=()
   for ((r = 0; r < RANKS; ++r)); do
-    local host=$((r / PER_HOST))
+    local host=${HOST_OF[r]}
     timeout -k 2 60 ip netns exec "$(netns_name "$host")" \
       env -u GLOO_LITE_HOSTNAME -u GLOO_LITE_IFNAME -u GLOO_LITE_TRANSPORT \
       GLOO_LITE_RANK="$r" GLOO_LITE_SIZE="$RANKS" GLOO_LITE_PREFIX="$name" \
@@ -92,8 +95,14 @@ if ! grep -q hierarchical "$WORK/auto_allreduce.0"; then
 fi
 grep -h hierarchical "$WORK/forced_allreduce.0" "$WORK/auto_allreduce.0" | head -4
 
+HOST_OF=(0 0 0 1 1 1 2 2)
+RANKS=${#HOST_OF[@]}
+for collective in allreduce broadcast reduce allgather reduce_scatter barrier; do
+  run_bench "uneven_$collective" "$collective:hierarchical" "$collective" 1M
+done
+
 if [ "$failures" -eq 0 ]; then
-  echo "PASS: hierarchical collectives, $HOSTS network namespaces x $PER_HOST ranks"
+  echo "PASS: hierarchical collectives, 4 network namespaces x 2 ranks and 3 + 3 + 2 ranks"
   exit 0
 fi
 exit 1
