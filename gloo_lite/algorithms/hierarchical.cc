@@ -1,10 +1,12 @@
 // Hierarchical collectives ("hierarchical"): for a context whose ranks span several hosts with
 // several ranks on some of them. Each call runs in phases on groups of its ranks: the ranks of
 // one host in their host's shared segment (the shm steps of shm.cc on a segment over that group,
-// HostSegment::attach with a group), and one leader per host over the network with the cheapest
+// HostSegment::attach with a group), and one rank per host over the network with the cheapest
 // message algorithm for that group (ring, halving_doubling, tree, ... unchanged: they run on a
-// SubsetMesh, a view of the context's mesh restricted to the leaders). docs/algorithms.md
-// ("hierarchical") has the phases, the cost and when auto picks it.
+// SubsetMesh, a view of the context's mesh restricted to those ranks): a leader per host, or K
+// lanes at once (allreduce, allgather, reduce_scatter, large broadcasts), lane i being local
+// rank i of every host with slice i of the vector. docs/algorithms.md ("hierarchical") has the
+// phases, the cost and when auto picks it.
 //
 // Every phase is a part of the same call: the same tag, fingerprint and deadline, so a rank that
 // runs another algorithm, a dead rank or a timeout fails the phase where it is found, through the
@@ -126,7 +128,7 @@ const Algorithm& message_algorithm(const Call& phase, double* estimated = nullpt
 // Buffers of one call's phases: grown, never shrunk, reused by the next call of this thread (a
 // stream runs its calls one after another on one thread).
 struct Buffers {
-  std::vector<uint8_t> sum;   // a leader's partial reduction of the whole vector
+  std::vector<uint8_t> sum;   // a partial reduction: reduce's at a leader, a lane's slice
   std::vector<uint8_t> part;  // one host's part of reduce_scatter's result
 };
 uint8_t* grown(std::vector<uint8_t>& buffer, size_t bytes) {
