@@ -4,6 +4,8 @@
 // sides hold it; with TLS configured, all of it runs inside a TLS channel. Anything else (a port
 // scanner, a rank of another job, a stale peer, an impostor) is logged and dropped while the
 // rendezvous goes on.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -32,6 +34,12 @@ void tune_socket(int fd) {
     int size = static_cast<int>(buffer);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  }
+  // Bounds what waits unsent in the kernel, ahead of any frame queued later (a clear-to-send).
+  int64_t lowat = knob_int("GLOO_LITE_TCP_NOTSENT_LOWAT");
+  if (lowat > 0) {
+    int bytes = static_cast<int>(lowat);
+    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));
   }
 }
 
@@ -206,7 +214,7 @@ void TcpMesh::close_all(bool goodbye) {
     for (auto& pair : pairs_) {
       if (!pair || !pair->open_) continue;
       if (!failed) {
-        queue_control(*pair, {wire::FrameType::kGoodbye});
+        queue_control(*pair, {wire::FrameType::kGoodbye}, /*overtakes=*/false);
       } else {
         queue_abort(*pair, mesh_failure().kind, cause);
       }

@@ -36,6 +36,7 @@ TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
     : MatchingMesh(rank, size, "tcp"), loop_(loop) {
   eager_bytes_ = options.eager_bytes ? options.eager_bytes
                                      : static_cast<size_t>(knob_int("GLOO_LITE_TCP_EAGER_BYTES"));
+  segment_bytes_ = static_cast<size_t>(knob_int("GLOO_LITE_TCP_SEGMENT_BYTES"));
   unexpected_limit_ = options.unexpected_bytes
                           ? options.unexpected_bytes
                           : static_cast<size_t>(knob_int("GLOO_LITE_TCP_UNEXPECTED_BYTES"));
@@ -306,11 +307,12 @@ void TcpMesh::detach(Pair& pair, const Op* only) {
   for (auto it = pair.out_.begin(); it != pair.out_.end();) {
     if (!it->op || (only != nullptr && it->op.get() != only)) {
       ++it;
-    } else if (it->written == 0) {
+    } else if (it->untouched()) {
       it = pair.out_.erase(it);
     } else {
-      // Half on the wire: finish the frame from a copy, so the stream stays framed and the
-      // caller's buffer is free.
+      // Half on the wire (a frame, or the first segments of a rendezvous payload): finish it
+      // from a copy, so the stream stays framed, the receiver gets every byte it cleared, and
+      // the caller's buffer is free.
       it->owned.assign(it->payload, it->payload + it->payload_bytes);
       it->payload = it->owned.data();
       it->op = nullptr;
@@ -408,6 +410,7 @@ void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCaus
   frame.owned.assign(text.begin(), text.end());
   frame.payload = frame.owned.data();
   frame.payload_bytes = frame.owned.size();
+  frame.overtakes = false;  // queue_abort_frames drops what has not begun
   queue_frame(pair, std::move(frame));
 }
 

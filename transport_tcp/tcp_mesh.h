@@ -35,13 +35,30 @@ class TcpMesh;
 
 // An outgoing frame: header plus an optional payload that is either the user's buffer (no copy)
 // or owned bytes (control text, or the tail of a cancelled send).
+//
+// A rendezvous payload (`bulk`) leaves in segments of at most the mesh's segment_bytes_, each a
+// data frame of its own (header re-encoded per segment, `sent` saying where it goes). Every
+// other frame except goodbye and abort goes ahead of bulk frames whose current segment has not
+// begun (queue_frame): a clear-to-send then waits for at most one segment, not for a whole
+// message queued before it (docs/transport.md, Control frames and segments).
 struct OutFrame {
-  uint8_t header[wire::kHeaderBytes];
+  uint8_t header[wire::kHeaderBytes];  // of the current segment
   const uint8_t* payload = nullptr;
-  size_t payload_bytes = 0;
-  size_t written = 0;  // of header + payload
-  OpPtr op;            // completed when the frame is fully written (eager and data frames)
+  size_t payload_bytes = 0;  // the whole payload, every segment
+  size_t sent = 0;           // payload bytes of the segments already written
+  size_t segment = 0;        // payload bytes of the current segment
+  size_t written = 0;        // of header + current segment
+  bool bulk = false;         // a data frame, in segments; others may go ahead of it
+  bool overtakes = true;     // goes ahead of bulk frames not begun (goodbye and abort do not)
+  uint32_t recv_id = 0;      // bulk: the receive the segments are for
+  OpPtr op;                  // completed when the frame is fully written (eager and data frames)
   std::vector<uint8_t> owned;
+
+  size_t segment_total() const { return wire::kHeaderBytes + segment; }
+  bool last_segment() const { return sent + segment == payload_bytes; }
+  // Nothing of it is on the wire yet: it may still be dropped without breaking the framing
+  // or leaving the receiver short of bytes.
+  bool untouched() const { return sent == 0 && written == 0; }
 };
 
 // The receive side of a pair: what the next bytes on the socket are for.
@@ -136,9 +153,16 @@ class TcpMesh : public transport::MatchingMesh {
                                const std::string& text) override;
   void on_frame_header(Pair& pair);
   void on_payload_done(Pair& pair);
+  // Queues a frame: at the end, or (frame.overtakes) ahead of the bulk frames whose current
+  // segment has not begun; writes at once when the queue was empty.
   void queue_frame(Pair& pair, OutFrame frame);
   void queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCause& cause);
-  void queue_control(Pair& pair, const wire::FrameHeader& header);
+  void queue_control(Pair& pair, const wire::FrameHeader& header, bool overtakes = true);
+  // Encodes the header of a bulk frame's next segment (tcp_pair.cc).
+  void begin_segment(OutFrame& frame) const;
+  // A bulk frame finished a segment: it goes behind the frames that were queued ahead of it
+  // meanwhile (tcp_pair.cc).
+  void requeue_after_segment(Pair& pair);
   // Re-reads the pairs that stopped reading while the unexpected queue was full.
   void resume_held_messages() override;
   void update_interest(Pair& pair);
@@ -168,6 +192,9 @@ class TcpMesh : public transport::MatchingMesh {
   void close_all(bool goodbye);
 
   EventLoop* loop_;
+  // Largest payload of one data frame (GLOO_LITE_TCP_SEGMENT_BYTES): the longest a control
+  // frame waits behind a rendezvous payload on this side of the socket.
+  size_t segment_bytes_ = 0;
   Fd listener_;
   SocketAddress listen_address_;
   std::vector<std::unique_ptr<Pair>> pairs_;

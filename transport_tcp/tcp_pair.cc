@@ -179,9 +179,12 @@ void TcpMesh::write_pair(Pair& pair) {
       } else {
         done -= wire::kHeaderBytes;
       }
-      if (it->payload_bytes > done) {
-        iov[count++] = {const_cast<uint8_t*>(it->payload) + done, it->payload_bytes - done};
+      if (it->segment > done) {
+        iov[count++] = {const_cast<uint8_t*>(it->payload) + it->sent + done, it->segment - done};
       }
+      // The next segment's header is encoded once this one is out, and frames queued ahead
+      // of it meanwhile go first: nothing after it joins this write.
+      if (!it->last_segment()) break;
     }
     ssize_t n = pair_send(pair, iov, count);
     if (n < 0) {
@@ -195,21 +198,43 @@ void TcpMesh::write_pair(Pair& pair) {
       return;
     }
     size_t left = static_cast<size_t>(n);
-    while (left > 0 ||
-           (!pair.out_.empty() &&
-            pair.out_.front().written == wire::kHeaderBytes + pair.out_.front().payload_bytes)) {
+    while (!pair.out_.empty()) {
       OutFrame& frame = pair.out_.front();
-      size_t total = wire::kHeaderBytes + frame.payload_bytes;
-      size_t take = std::min(left, total - frame.written);
+      size_t take = std::min(left, frame.segment_total() - frame.written);
       frame.written += take;
       left -= take;
-      if (frame.written < total) break;
+      if (frame.written < frame.segment_total()) break;
+      if (!frame.last_segment()) {
+        requeue_after_segment(pair);
+        break;  // it ended this write (see above): left is 0
+      }
       OpPtr op = std::move(frame.op);
       pair.out_.pop_front();
       if (op) complete(op);
     }
   }
   update_interest(pair);
+}
+
+void TcpMesh::begin_segment(OutFrame& frame) const {
+  frame.segment = std::min(frame.payload_bytes - frame.sent, segment_bytes_);
+  frame.written = 0;
+  wire::FrameHeader header;
+  header.type = wire::FrameType::kData;
+  header.recv_id = frame.recv_id;
+  header.length = frame.segment;
+  header.sent = frame.sent;
+  wire::encode_header(header, frame.header);
+}
+
+void TcpMesh::requeue_after_segment(Pair& pair) {
+  OutFrame frame = std::move(pair.out_.front());
+  pair.out_.pop_front();
+  frame.sent += frame.segment;
+  begin_segment(frame);
+  auto behind = pair.out_.begin();
+  while (behind != pair.out_.end() && !behind->bulk && behind->overtakes) ++behind;
+  pair.out_.insert(behind, std::move(frame));
 }
 
 }  // namespace gloo_lite::tcp

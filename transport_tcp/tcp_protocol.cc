@@ -120,11 +120,8 @@ void TcpMesh::on_frame_header(Pair& pair) {
         return;
       }
       OutFrame frame;
-      wire::FrameHeader data;
-      data.type = wire::FrameType::kData;
-      data.recv_id = h.recv_id;
-      data.length = op->bytes_;
-      wire::encode_header(data, frame.header);
+      frame.bulk = true;
+      frame.recv_id = h.recv_id;
       frame.payload = op->data_;
       frame.payload_bytes = op->bytes_;
       frame.op = op;
@@ -132,11 +129,19 @@ void TcpMesh::on_frame_header(Pair& pair) {
       return;
     }
     case wire::FrameType::kData: {
-      // Data for a cancelled receive (or of the wrong size) is read and discarded.
-      OpPtr op = take_receive_awaiting_data(h.recv_id);
-      if (op && op->bytes_ == h.length) {
+      // One segment of a rendezvous payload; the receive stays the engine's (cancel and
+      // failure find it there) until its last segment is in. Data for a cancelled receive is
+      // read and discarded.
+      OpPtr op = receive_awaiting_data(h.recv_id);
+      if (op) {
+        if (h.sent > op->bytes_ || h.length > op->bytes_ - h.sent) {
+          lose_pair(pair, "protocol error from " + describe_peer(pair.peer_) + ": data for " +
+                              std::to_string(h.sent) + " + " + std::to_string(h.length) +
+                              " bytes into a receive of " + std::to_string(op->bytes_));
+          return;
+        }
         pair.rx_op_ = std::move(op);
-        pair.rx_target_ = pair.rx_op_->data_;
+        pair.rx_target_ = pair.rx_op_->data_ + h.sent;
       }
       pair.rx_state_ = RxState::kPayload;
       pair.rx_left_ = h.length;
@@ -179,6 +184,12 @@ void TcpMesh::on_payload_done(Pair& pair) {
   if (pair.rx_op_) {
     OpPtr op = std::move(pair.rx_op_);
     pair.rx_op_ = nullptr;
+    if (h.type == wire::FrameType::kData) {
+      // Segments come in order on the connection: the one that ends the message completes it.
+      if (h.sent + h.length < op->bytes_) return;
+      op = take_receive_awaiting_data(h.recv_id);
+      if (!op) return;
+    }
     complete(op);
     return;
   }
@@ -215,14 +226,27 @@ void TcpMesh::queue_frame(Pair& pair, OutFrame frame) {
     if (frame.op) fail_op(frame.op, pair.failure_);
     return;
   }
+  if (frame.bulk) {
+    begin_segment(frame);
+  } else {
+    frame.segment = frame.payload_bytes;
+  }
   bool idle = pair.out_.empty();
-  pair.out_.push_back(std::move(frame));
+  auto at = pair.out_.end();
+  if (frame.overtakes && !frame.bulk) {
+    // Ahead of the first bulk frame whose current segment has not begun; in order with the
+    // other frames that overtake (eager and ready-to-send keep the matching order).
+    at = std::find_if(pair.out_.begin(), pair.out_.end(),
+                      [](const OutFrame& queued) { return queued.bulk && queued.written == 0; });
+  }
+  pair.out_.insert(at, std::move(frame));
   // Write inline from the calling thread; the event loop takes over only when the socket is full.
   if (idle) write_pair(pair);
 }
 
-void TcpMesh::queue_control(Pair& pair, const wire::FrameHeader& header) {
+void TcpMesh::queue_control(Pair& pair, const wire::FrameHeader& header, bool overtakes) {
   OutFrame frame;
+  frame.overtakes = overtakes;
   wire::encode_header(header, frame.header);
   queue_frame(pair, std::move(frame));
 }

@@ -10,7 +10,9 @@ namespace gloo_lite::tcp::wire {
 // Connection handshake, exchanged once per pair before any frame.
 constexpr uint32_t kMagic = 0x544c4c47;  // "GLLT"
 // 2: 48-byte frame headers that carry the call fingerprint and the error kind of an abort.
-constexpr uint16_t kVersion = 2;
+// 3: a rendezvous payload goes in data frames of bounded size (segments) that say where their
+//    bytes go (`sent`), so that control frames can pass between two of them.
+constexpr uint16_t kVersion = 3;
 constexpr uint16_t kHello = 1;     // connector -> listener
 constexpr uint16_t kHelloAck = 2;  // listener -> connector
 constexpr size_t kHelloBytes = 40;
@@ -39,7 +41,7 @@ enum class FrameType : uint8_t {
   kEager = 1,          // tag, length, fingerprint; payload follows
   kReadyToSend = 2,    // tag, length, fingerprint, send_id
   kClearToSend = 3,    // send_id, recv_id
-  kData = 4,           // recv_id, length; payload follows
+  kData = 4,           // recv_id, length, sent; payload follows (one segment of the message)
   kSendCancelled = 5,  // recv_id: the sender cancelled after the receiver matched
   kMismatch = 6,       // tag, length = bytes the receiver posted, sent = bytes the sender sent
   kAbort = 7,          // error, origin, length of the reason text that follows
@@ -59,7 +61,9 @@ struct FrameHeader {
   uint64_t tag = 0;          // matching tag
   uint64_t length = 0;       // message bytes (payload bytes where one follows)
   uint64_t fingerprint = 0;  // the sender's call (transport.h); 0: unchecked
-  uint64_t sent = 0;         // mismatch: bytes the sender sent
+  // Message bytes the sender sent: in a mismatch, all of them; in a data frame, those of the
+  // data frames before this one (where this payload goes in the receive buffer).
+  uint64_t sent = 0;
 };
 
 void encode_header(const FrameHeader& header, uint8_t out[kHeaderBytes]);

@@ -130,6 +130,14 @@ const std::vector<Knob>& gloo_lite_knobs() {
        bytes(1, 64 * kGiB)},
       {"GLOO_LITE_TCP_SOCKET_BUFFER", "0", "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel autotuning)",
        bytes(0, kGiB)},
+      {"GLOO_LITE_TCP_SEGMENT_BYTES", "262144",
+       "Largest payload of one TCP data frame: a rendezvous message leaves in segments of this "
+       "size, and control frames (clear-to-send) pass between two of them",
+       bytes(4 * kKiB, kGiB)},
+      {"GLOO_LITE_TCP_NOTSENT_LOWAT", "0",
+       "TCP_NOTSENT_LOWAT in bytes: how much unsent data a socket may hold before writes wait, "
+       "so that a control frame does not queue behind megabytes in the kernel (0: no bound)",
+       bytes(0, kGiB)},
       {"GLOO_LITE_SHM_RING_BYTES", "262144",
        "Shared memory: bytes of each inbox ring (one per peer in each rank's segment, reserved "
        "at connect)",

@@ -370,6 +370,11 @@ OpPtr MatchingMesh::take_receive_awaiting_data(uint64_t recv_id) {
   return take(awaiting_data_, recv_id);
 }
 
+OpPtr MatchingMesh::receive_awaiting_data(uint64_t recv_id) const {
+  auto it = awaiting_data_.find(recv_id);
+  return it == awaiting_data_.end() ? nullptr : it->second;
+}
+
 bool MatchingMesh::receive_awaiting_data_from(int peer) const {
   for (const auto& [id, op] : awaiting_data_) {
     if (op->source_ == peer) return true;

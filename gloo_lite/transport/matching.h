@@ -156,6 +156,9 @@ class MatchingMesh : public Mesh {
   OpPtr take_send_awaiting_clearance(uint64_t send_id);
   // The receive awaiting data under `recv_id`, removed; nullptr if it was cancelled.
   OpPtr take_receive_awaiting_data(uint64_t recv_id);
+  // The same receive, left in place: a transport that delivers its data in pieces takes it at
+  // the last one, so that a cancel or a failure meanwhile still finds it.
+  OpPtr receive_awaiting_data(uint64_t recv_id) const;
   bool receive_awaiting_data_from(int peer) const;
   // How a transport answers a peer's clear-to-send for `send_id`, a send this rank no longer
   // has: with its abort's cause (the mesh failed), with nothing (the send was cancelled by a
