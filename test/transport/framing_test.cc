@@ -1,0 +1,242 @@
+// The TCP framing of wire version 3 seen from the wire: a hand-made rank 1 speaks the protocol
+// to a real rank 0 (a TCP mesh), so that it can leave its socket unread, write frames in any
+// order and segment size, and check what rank 0 puts on the wire and in what order.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "gloo_lite/base/config.h"
+#include "gloo_lite/base/error.h"
+#include "gloo_lite/base/socket.h"
+#include "test/transport/harness.h"
+#include "transport_tcp/wire.h"
+
+namespace gloo_lite::test {
+namespace {
+
+namespace wire = tcp::wire;
+using wire::FrameType;
+
+bool on_shm() {
+  const char* transport = std::getenv("GLOO_LITE_TEST_TRANSPORT");
+  return transport != nullptr && std::string(transport) == "shm";
+}
+
+// Rank 0 of two, a real TCP mesh, and rank 1 played by hand on a blocking socket.
+struct FakePeer {
+  std::shared_ptr<transport::Device> device = loopback_device();
+  std::unique_ptr<transport::Mesh> mesh;
+  Fd fd;
+  Deadline deadline = Deadline::after(std::chrono::seconds(60));
+
+  FakePeer() {
+    mesh = device->create_mesh(0, 2, {});
+    const uint64_t context_id = 0x5eed;
+    std::thread connector([&] {
+      // Rank 0 dials nobody (the higher rank connects): rank 1's address only names it.
+      mesh->connect({mesh->address(), "127.0.0.1:9"}, context_id, deadline);
+    });
+    fd = connect_tcp(SocketAddress::parse(mesh->address()), deadline, "fake rank 1");
+    wire::Hello hello;
+    hello.context_id = context_id;
+    hello.src_rank = 1;
+    hello.dst_rank = 0;
+    hello.size = 2;
+    uint8_t bytes[wire::kHelloBytes];
+    wire::encode_hello(hello, bytes);
+    write_all(fd.get(), bytes, sizeof(bytes), deadline, "fake rank 1: hello");
+    read_all(fd.get(), bytes, sizeof(bytes), deadline, "fake rank 1: hello-ack");
+    connector.join();
+    EXPECT_EQ(wire::decode_hello(bytes).kind, wire::kHelloAck);
+  }
+
+  void put(const wire::FrameHeader& header, const uint8_t* payload = nullptr) {
+    uint8_t bytes[wire::kHeaderBytes];
+    wire::encode_header(header, bytes);
+    write_all(fd.get(), bytes, sizeof(bytes), deadline, "fake rank 1: header");
+    if (wire::has_payload(header.type) && header.length > 0) {
+      write_all(fd.get(), payload, header.length, deadline, "fake rank 1: payload");
+    }
+  }
+  wire::FrameHeader get() {
+    uint8_t bytes[wire::kHeaderBytes];
+    read_all(fd.get(), bytes, sizeof(bytes), deadline, "fake rank 1: header");
+    wire::FrameHeader header;
+    EXPECT_TRUE(wire::decode_header(bytes, &header));
+    return header;
+  }
+  void get_payload(uint8_t* into, size_t bytes) {
+    read_all(fd.get(), into, bytes, deadline, "fake rank 1: payload");
+  }
+  // Reads the data frames of `recv_id` into `into`, from byte `from` until at least `until`
+  // bytes are in, checking that segments come in order, none longer than a segment. Returns
+  // where it stopped (a segment's end).
+  size_t get_data(uint32_t recv_id, uint8_t* into, size_t from, size_t until) {
+    size_t got = from;
+    while (got < until) {
+      wire::FrameHeader header = get();
+      EXPECT_EQ(header.type, FrameType::kData);
+      EXPECT_EQ(header.recv_id, recv_id);
+      EXPECT_EQ(header.sent, got) << "segments out of order";
+      EXPECT_GT(header.length, 0u);
+      EXPECT_LE(header.length, segment_bytes());
+      if (header.type != FrameType::kData || header.sent != got) break;
+      get_payload(into + got, header.length);
+      got += header.length;
+    }
+    return got;
+  }
+  static size_t segment_bytes() {
+    return static_cast<size_t>(knob_int("GLOO_LITE_TCP_SEGMENT_BYTES"));
+  }
+};
+
+wire::FrameHeader frame(FrameType type) {
+  wire::FrameHeader header;
+  header.type = type;
+  return header;
+}
+
+// Rank 0 sends 64 MiB that rank 1 clears but does not read: rank 0's queue and socket fill.
+// Rank 1 then announces a message of its own. Rank 0's clear-to-send for it must come well
+// before the end of the 64 MiB (before wire version 3 it came after all of it: the two
+// directions took turns). Both payloads arrive whole: rank 0's cut into segments in order,
+// and rank 1's, cut by hand into odd sizes with an eager message between two of them,
+// reassembled by rank 0.
+TEST(Framing, ClearToSendOvertakesQueuedPayloadAndSegmentsReassemble) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t big = 64 << 20;
+  const size_t small = (1 << 20) + 3;
+  std::vector<uint8_t> out = make_pattern(0, 1, big, 1);
+  std::vector<uint8_t> in(small);
+  std::vector<uint8_t> eager_in(100);
+  auto out_memory = peer.mesh->register_memory(out.data(), big);
+  auto in_memory = peer.mesh->register_memory(in.data(), small);
+  auto eager_memory = peer.mesh->register_memory(eager_in.data(), eager_in.size());
+  auto send = peer.mesh->send(1, 1, *out_memory, 0, big);
+  auto recv = peer.mesh->recv(1, 2, *in_memory, 0, small);
+  auto eager = peer.mesh->recv(1, 3, *eager_memory, 0, eager_in.size());
+
+  wire::FrameHeader ready = peer.get();
+  ASSERT_EQ(ready.type, FrameType::kReadyToSend);
+  ASSERT_EQ(ready.length, big);
+  wire::FrameHeader clear = frame(FrameType::kClearToSend);
+  clear.send_id = ready.send_id;
+  clear.recv_id = 77;
+  peer.put(clear);
+  usleep(300000);  // rank 0 writes until its socket is full
+  wire::FrameHeader mine = frame(FrameType::kReadyToSend);
+  mine.tag = 2;
+  mine.length = small;
+  mine.send_id = 9;
+  peer.put(mine);
+  usleep(200000);  // rank 0 matches it and queues its clear-to-send
+
+  std::vector<uint8_t> got(big);
+  size_t received = 0;
+  wire::FrameHeader answer;
+  while (true) {
+    answer = peer.get();
+    if (answer.type != FrameType::kData) break;
+    ASSERT_EQ(answer.recv_id, 77u);
+    ASSERT_EQ(answer.sent, received);
+    ASSERT_LE(answer.length, FakePeer::segment_bytes());
+    peer.get_payload(got.data() + received, answer.length);
+    received += answer.length;
+  }
+  ASSERT_EQ(answer.type, FrameType::kClearToSend);
+  EXPECT_EQ(answer.send_id, 9u);
+  // What was already in the socket buffers and one segment may go first, not the message.
+  EXPECT_LT(received, big / 2) << "the clear-to-send waited behind the queued payload";
+  EXPECT_EQ(peer.get_data(77, got.data(), received, big), big);
+  EXPECT_TRUE(got == out) << "payload segments reassembled wrong";
+
+  std::vector<uint8_t> mine_payload = make_pattern(1, 0, small, 2);
+  std::vector<uint8_t> eager_payload = make_pattern(1, 0, eager_in.size(), 3);
+  const size_t cuts[] = {0, 300001, 300002, small};
+  for (int i = 0; i < 3; ++i) {
+    wire::FrameHeader data = frame(FrameType::kData);
+    data.recv_id = answer.recv_id;
+    data.sent = cuts[i];
+    data.length = cuts[i + 1] - cuts[i];
+    peer.put(data, mine_payload.data() + cuts[i]);
+    if (i == 0) {
+      wire::FrameHeader message = frame(FrameType::kEager);
+      message.tag = 3;
+      message.length = eager_payload.size();
+      peer.put(message, eager_payload.data());
+    }
+  }
+  peer.mesh->wait({send, recv, eager}, peer.deadline);
+  EXPECT_TRUE(in == mine_payload);
+  EXPECT_TRUE(eager_in == eager_payload);
+}
+
+// Data that would land beyond the receive's buffer fails the pair as a protocol error, naming
+// the peer, and writes nothing out of bounds.
+TEST(Framing, DataBeyondTheReceiveIsAProtocolError) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t bytes = 100000;
+  std::vector<uint8_t> in(bytes + 64, 0);
+  auto in_memory = peer.mesh->register_memory(in.data(), bytes);
+  auto recv = peer.mesh->recv(1, 2, *in_memory, 0, bytes);
+  wire::FrameHeader ready = frame(FrameType::kReadyToSend);
+  ready.tag = 2;
+  ready.length = bytes;
+  ready.send_id = 4;
+  peer.put(ready);
+  wire::FrameHeader clear = peer.get();
+  ASSERT_EQ(clear.type, FrameType::kClearToSend);
+  std::vector<uint8_t> payload(100, 0xAB);
+  wire::FrameHeader data = frame(FrameType::kData);
+  data.recv_id = clear.recv_id;
+  data.sent = bytes - 36;
+  data.length = payload.size();
+  peer.put(data, payload.data());
+  try {
+    peer.mesh->wait({recv}, peer.deadline);
+    ADD_FAILURE() << "the receive completed";
+  } catch (const ConnectionError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("protocol error"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
+  }
+  EXPECT_EQ(in[bytes - 36], 0);
+  EXPECT_EQ(in[bytes], 0);
+}
+
+// A send whose wait timed out after its first segments left: the rest goes from a copy, so the
+// receiver that cleared it gets every byte (its stream stays framed) and the caller may reuse
+// its buffer at once.
+TEST(Framing, SendCancelledMidPayloadStillSendsEveryByte) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t big = 32 << 20;
+  std::vector<uint8_t> out = make_pattern(0, 1, big, 5);
+  const std::vector<uint8_t> expected = out;
+  auto out_memory = peer.mesh->register_memory(out.data(), big);
+  auto send = peer.mesh->send(1, 1, *out_memory, 0, big);
+  wire::FrameHeader ready = peer.get();
+  ASSERT_EQ(ready.type, FrameType::kReadyToSend);
+  wire::FrameHeader clear = frame(FrameType::kClearToSend);
+  clear.send_id = ready.send_id;
+  clear.recv_id = 5;
+  peer.put(clear);
+  std::vector<uint8_t> got(big);
+  size_t first = std::min(big / 8, 4 * FakePeer::segment_bytes());
+  first = peer.get_data(5, got.data(), 0, first);
+  EXPECT_THROW(peer.mesh->wait({send}, Deadline::after(std::chrono::milliseconds(100))),
+               TimeoutError);
+  std::fill(out.begin(), out.end(), 0);  // the caller's buffer is its own again
+  EXPECT_EQ(peer.get_data(5, got.data(), first, big), big);
+  EXPECT_TRUE(got == expected);
+}
+
+}  // namespace
+}  // namespace gloo_lite::test
