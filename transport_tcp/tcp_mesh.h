@@ -102,8 +102,13 @@ class Pair : public EventHandler {
   OpPtr rx_op_;                                // receive being filled (direct)
   std::unique_ptr<Unexpected> rx_unexpected_;  // unexpected message being buffered
   std::vector<uint8_t> rx_text_;               // abort reason being read
-  bool reading_ = false;                       // inside read_pair (a write may not re-enter it)
-  std::string write_error_;                    // a failed write, reported once reads are done
+  // The frame just read was a payload segment with more to come: the next bytes are most
+  // likely its successor's header, which is read alone so that the payload after it goes
+  // straight to its destination rather than through the staging buffer (a 64 KiB copy per
+  // segment otherwise).
+  bool segment_follows_ = false;
+  bool reading_ = false;     // inside read_pair (a write may not re-enter it)
+  std::string write_error_;  // a failed write, reported once reads are done
 };
 
 class TcpMesh : public transport::MatchingMesh {

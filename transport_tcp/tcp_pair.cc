@@ -131,6 +131,7 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
         pair.stage_end_ = staged;
       }
       asked = pair.stage_.size() - staged;
+      if (pair.segment_follows_ && staged < wire::kHeaderBytes) asked = wire::kHeaderBytes - staged;
       n = pair_recv(pair, &pair.stage_[pair.stage_end_], asked);
     }
     if (n > 0) {

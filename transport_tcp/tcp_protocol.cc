@@ -66,6 +66,7 @@ void TcpMesh::on_frame_header(Pair& pair) {
   pair.rx_state_ = RxState::kHeader;
   pair.rx_target_ = nullptr;
   pair.rx_left_ = 0;
+  pair.segment_follows_ = false;
   if (wire::has_payload(h.type) && h.length > kMaxMessageBytes) {
     lose_pair(pair, "protocol error from " + describe_peer(pair.peer_) +
                         ": impossible payload length " + std::to_string(h.length));
@@ -186,7 +187,10 @@ void TcpMesh::on_payload_done(Pair& pair) {
     pair.rx_op_ = nullptr;
     if (h.type == wire::FrameType::kData) {
       // Segments come in order on the connection: the one that ends the message completes it.
-      if (h.sent + h.length < op->bytes_) return;
+      if (h.sent + h.length < op->bytes_) {
+        pair.segment_follows_ = true;
+        return;
+      }
       op = take_receive_awaiting_data(h.recv_id);
       if (!op) return;
     }

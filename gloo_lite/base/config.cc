@@ -134,9 +134,10 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "Largest payload of one TCP data frame: a rendezvous message leaves in segments of this "
        "size, and control frames (clear-to-send) pass between two of them",
        bytes(4 * kKiB, kGiB)},
-      {"GLOO_LITE_TCP_NOTSENT_LOWAT", "0",
+      {"GLOO_LITE_TCP_NOTSENT_LOWAT", "131072",
        "TCP_NOTSENT_LOWAT in bytes: how much unsent data a socket may hold before writes wait, "
-       "so that a control frame does not queue behind megabytes in the kernel (0: no bound)",
+       "so that a control frame does not queue behind megabytes in the kernel (0: the "
+       "kernel's default, no bound)",
        bytes(0, kGiB)},
       {"GLOO_LITE_SHM_RING_BYTES", "262144",
        "Shared memory: bytes of each inbox ring (one per peer in each rank's segment, reserved "
