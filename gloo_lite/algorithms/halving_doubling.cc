@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "gloo_lite/algorithms/families.h"
-#include "gloo_lite/algorithms/subset_mesh.h"
 #include "gloo_lite/context.h"
 
 namespace gloo_lite::algo {
@@ -26,38 +25,11 @@ namespace {
 // Chunks of an exchange between ranks of one host (shared memory, or TCP on one machine).
 constexpr size_t kChunkBytes = 256 * 1024;
 
-// Chunks of an exchange across hosts: no larger than the TCP transport's default eager
-// threshold (GLOO_LITE_TCP_EAGER_BYTES, 64 KiB), so that no step waits on a rendezvous.
-// Partners send to each other at once; with larger messages each needs a clear-to-send from
-// the other, and when one partner reaches the step later, its clear-to-send frames queue behind
-// the whole half it is already sending: the other direction of the link idles until then and
-// the step runs at half the link's rate (docs/algorithms.md, "halving_doubling across hosts").
-// A constant, not the knob: both partners post their chunks, so they must agree on the size
-// whatever each process's environment says (the transport itself tolerates eager thresholds
-// that differ per process).
-constexpr size_t kCrossHostChunkBytes = 64 * 1024;
-// Whether `peer` is on another host than this rank (a cluster: TCP between them). Under
-// hierarchical's leader phase the call's mesh is a SubsetMesh: its ranks map to the context's.
-// Both partners compare the same two hosts, so they always agree on the chunks.
-bool crosses_host(const Call& call, int peer) {
-  if (call.context == nullptr) return false;
-  const std::vector<std::string>& hosts = call.context->hosts();
-  int me = call.rank;
-  if (const auto* view = dynamic_cast<const SubsetMesh*>(call.mesh)) {
-    me = view->parent_rank(me);
-    peer = view->parent_rank(peer);
-  } else if (hosts.size() != static_cast<size_t>(call.size)) {
-    return false;
-  }
-  size_t n = hosts.size();
-  return static_cast<size_t>(me) < n && static_cast<size_t>(peer) < n && hosts[me] != hosts[peer];
-}
-
-// Elements per chunk of an exchange with `peer`.
-size_t chunk_elements(const Call& call, int peer) {
-  size_t bytes = crosses_host(call, peer) ? kCrossHostChunkBytes : kChunkBytes;
-  return std::max<size_t>(1, bytes / call.element);
-}
+// Elements per chunk of an exchange: each partner reduces a chunk as soon as it lands. Across
+// hosts the chunks are rendezvous messages like any other: the TCP transport sends a
+// clear-to-send ahead of payload already queued (docs/transport.md), so partners that send to
+// each other at once keep both directions of the link busy.
+size_t chunk_elements(const Call& call) { return std::max<size_t>(1, kChunkBytes / call.element); }
 
 struct Fold {
   int p2;         // P': ranks taking part in the core algorithm
@@ -81,7 +53,7 @@ struct Fold {
 // Sends [begin, begin + elements) in the chunks exchange_and_reduce receives it in.
 void send_chunked(const Call& call, Step& step, int peer, const transport::Memory& from,
                   size_t begin, size_t elements) {
-  size_t per = chunk_elements(call, peer);
+  size_t per = chunk_elements(call);
   for (size_t done = 0; done < elements || done == 0; done += per) {
     step.send(peer, from, call.bytes(begin + done), call.bytes(std::min(per, elements - done)));
     if (elements == 0) break;
@@ -95,7 +67,7 @@ void send_chunked(const Call& call, Step& step, int peer, const transport::Memor
 void exchange_and_reduce(const Call& call, Step& step, Scratch& scratch, int peer,
                          const transport::Memory* from, size_t send_begin, size_t send_elements,
                          const uint8_t* current, size_t reduce_begin, size_t elements) {
-  size_t per = chunk_elements(call, peer);
+  size_t per = chunk_elements(call);
   std::vector<transport::RequestPtr> receives;
   for (size_t done = 0; done < elements || (done == 0 && elements == 0); done += per) {
     size_t n = std::min(per, elements - done);
@@ -124,16 +96,6 @@ const uint8_t* fold_in(const Call& call, const Fold& fold, Step& step, Scratch& 
   }
   exchange_and_reduce(call, step, scratch, fold.partner, nullptr, 0, 0, call.input, 0, call.count);
   return call.output;
-}
-
-// Posts the receive of [begin, begin + elements) into `to`, in send_chunked's chunks.
-void recv_chunked(const Call& call, Step& step, int peer, transport::Memory& to, size_t begin,
-                  size_t elements) {
-  size_t per = chunk_elements(call, peer);
-  for (size_t done = 0; done < elements || done == 0; done += per) {
-    step.recv(peer, to, call.bytes(begin + done), call.bytes(std::min(per, elements - done)));
-    if (elements == 0) break;
-  }
 }
 
 void fold_out(const Call& call, const Fold& fold, Step& step) {
@@ -185,19 +147,11 @@ void halving_doubling_run(const Call& call) {
     for (int i = static_cast<int>(levels.size()) - 1; i >= 0; --i) {
       const Level& level = levels[i];
       int peer = fold.real(fold.virt ^ (fold.p2 >> (i + 1)));
-      if (crosses_host(call, peer)) {
-        recv_chunked(call, step, peer, *call.output_memory, level.given().begin,
-                     level.given().length);
-        send_chunked(call, step, peer, *call.output_memory, level.kept().begin,
-                     level.kept().length);
-      } else {
-        // One message each way: nothing to reduce, and within a host one rendezvous is cheaper
-        // than many chunks.
-        step.recv(peer, *call.output_memory, call.bytes(level.given().begin),
-                  call.bytes(level.given().length));
-        step.send(peer, *call.output_memory, call.bytes(level.kept().begin),
-                  call.bytes(level.kept().length));
-      }
+      // One message each way: nothing to reduce.
+      step.recv(peer, *call.output_memory, call.bytes(level.given().begin),
+                call.bytes(level.given().length));
+      step.send(peer, *call.output_memory, call.bytes(level.kept().begin),
+                call.bytes(level.kept().length));
       step.wait();
     }
   }

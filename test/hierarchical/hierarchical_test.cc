@@ -226,10 +226,9 @@ TEST(Hierarchical, InterleavedHostsRootedAndAllreduce) {
   }));
 }
 
-// halving_doubling across hosts: exchanges with a rank of another host go in chunks of the TCP
-// eager size (64 KiB), within a host in 256 KiB chunks, and the allgather is chunked across
-// hosts only; 100003 elements make several chunks of each. 4 x 2 mixes both kinds of partner;
-// 3 hosts of one rank fold rank 0 into rank 1 across a host.
+// halving_doubling across hosts: exchanges with ranks of other hosts (TCP) and of the same host
+// (shared memory), in 256 KiB chunks; 100003 elements make several. 4 x 2 mixes both kinds of
+// partner; 3 hosts of one rank fold rank 0 into rank 1 across a host.
 void check_allreduce(Context& context, const std::string& algorithm) {
   CollectiveOptions options;
   options.algorithm = algorithm;
