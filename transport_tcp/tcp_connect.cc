@@ -214,7 +214,7 @@ void TcpMesh::close_all(bool goodbye) {
     for (auto& pair : pairs_) {
       if (!pair || !pair->open_) continue;
       if (!failed) {
-        queue_control(*pair, {wire::FrameType::kGoodbye}, /*overtakes=*/false);
+        queue_control(*pair, {wire::FrameType::kGoodbye}, Lane::kLast);
       } else {
         queue_abort(*pair, mesh_failure().kind, cause);
       }

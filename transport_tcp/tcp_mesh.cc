@@ -410,7 +410,7 @@ void TcpMesh::queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCaus
   frame.owned.assign(text.begin(), text.end());
   frame.payload = frame.owned.data();
   frame.payload_bytes = frame.owned.size();
-  frame.overtakes = false;  // queue_abort_frames drops what has not begun
+  frame.lane = Lane::kLast;  // queue_abort_frames drops what has not begun
   queue_frame(pair, std::move(frame));
 }
 

@@ -33,14 +33,24 @@ using transport::Unexpected;
 
 class TcpMesh;
 
+// Which frames a frame goes ahead of in its pair's queue (queue_frame): those of a lower lane,
+// but kLast, whose current segment has not begun; never those of its own lane or above, so
+// that each lane keeps its order. A clear-to-send then waits for at most one frame already
+// begun (an eager message, or one segment of a payload), not for what was queued before it
+// (docs/transport.md, Control frames and segments).
+enum class Lane : uint8_t {
+  kLast,     // goodbye, abort: behind everything queued before them
+  kPayload,  // rendezvous payloads, in segments
+  kMatched,  // eager, ready-to-send, mismatch: the matching order holds among them
+  kAnswer,   // clear-to-send, send-cancelled: in no order with other frames
+};
+
 // An outgoing frame: header plus an optional payload that is either the user's buffer (no copy)
 // or owned bytes (control text, or the tail of a cancelled send).
 //
-// A rendezvous payload (`bulk`) leaves in segments of at most the mesh's segment_bytes_, each a
-// data frame of its own (header re-encoded per segment, `sent` saying where it goes). Every
-// other frame except goodbye and abort goes ahead of bulk frames whose current segment has not
-// begun (queue_frame): a clear-to-send then waits for at most one segment, not for a whole
-// message queued before it (docs/transport.md, Control frames and segments).
+// A rendezvous payload (Lane::kPayload) leaves in segments of at most the mesh's
+// segment_bytes_, each a data frame of its own (header re-encoded per segment, `sent` saying
+// where it goes), so that frames of higher lanes can pass it between two segments.
 struct OutFrame {
   uint8_t header[wire::kHeaderBytes];  // of the current segment
   const uint8_t* payload = nullptr;
@@ -48,10 +58,9 @@ struct OutFrame {
   size_t sent = 0;           // payload bytes of the segments already written
   size_t segment = 0;        // payload bytes of the current segment
   size_t written = 0;        // of header + current segment
-  bool bulk = false;         // a data frame, in segments; others may go ahead of it
-  bool overtakes = true;     // goes ahead of bulk frames not begun (goodbye and abort do not)
-  uint32_t recv_id = 0;      // bulk: the receive the segments are for
-  OpPtr op;                  // completed when the frame is fully written (eager and data frames)
+  Lane lane = Lane::kMatched;
+  uint32_t recv_id = 0;  // kPayload: the receive the segments are for
+  OpPtr op;              // completed when the frame is fully written (eager and data frames)
   std::vector<uint8_t> owned;
 
   size_t segment_total() const { return wire::kHeaderBytes + segment; }
@@ -158,14 +167,13 @@ class TcpMesh : public transport::MatchingMesh {
                                const std::string& text) override;
   void on_frame_header(Pair& pair);
   void on_payload_done(Pair& pair);
-  // Queues a frame: at the end, or (frame.overtakes) ahead of the bulk frames whose current
-  // segment has not begun; writes at once when the queue was empty.
+  // Queues a frame in its lane (Lane); writes at once when the queue was empty.
   void queue_frame(Pair& pair, OutFrame frame);
   void queue_abort(Pair& pair, ErrorKind kind, const transport::AbortCause& cause);
-  void queue_control(Pair& pair, const wire::FrameHeader& header, bool overtakes = true);
-  // Encodes the header of a bulk frame's next segment (tcp_pair.cc).
+  void queue_control(Pair& pair, const wire::FrameHeader& header, Lane lane);
+  // Encodes the header of a payload's next segment (tcp_pair.cc).
   void begin_segment(OutFrame& frame) const;
-  // A bulk frame finished a segment: it goes behind the frames that were queued ahead of it
+  // A payload finished a segment: it goes behind the frames of higher lanes queued behind it
   // meanwhile (tcp_pair.cc).
   void requeue_after_segment(Pair& pair);
   // Re-reads the pairs that stopped reading while the unexpected queue was full.

@@ -234,7 +234,7 @@ void TcpMesh::requeue_after_segment(Pair& pair) {
   frame.sent += frame.segment;
   begin_segment(frame);
   auto behind = pair.out_.begin();
-  while (behind != pair.out_.end() && !behind->bulk && behind->overtakes) ++behind;
+  while (behind != pair.out_.end() && behind->lane > Lane::kPayload) ++behind;
   pair.out_.insert(behind, std::move(frame));
 }
 

@@ -38,7 +38,7 @@ void TcpMesh::send_ready_to_send(const Op& op) {
   header.length = op.bytes_;
   header.fingerprint = op.fingerprint_;
   header.send_id = static_cast<uint32_t>(op.id_);
-  queue_control(*pairs_[op.peers_[0]], header);
+  queue_control(*pairs_[op.peers_[0]], header, Lane::kMatched);
 }
 
 void TcpMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
@@ -46,7 +46,7 @@ void TcpMesh::send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) {
   header.type = wire::FrameType::kClearToSend;
   header.send_id = static_cast<uint32_t>(send_id);
   header.recv_id = static_cast<uint32_t>(op->id_);
-  queue_control(*pairs_[peer], header);
+  queue_control(*pairs_[peer], header, Lane::kAnswer);
 }
 
 void TcpMesh::send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
@@ -57,7 +57,7 @@ void TcpMesh::send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
   header.tag = op.tag_;
   header.length = op.bytes_;
   header.sent = sent;
-  queue_control(pair, header);
+  queue_control(pair, header, Lane::kMatched);
   fail_pair(pair, ErrorKind::kMismatch, text);
 }
 
@@ -117,11 +117,11 @@ void TcpMesh::on_frame_header(Pair& pair) {
         wire::FrameHeader cancelled;
         cancelled.type = wire::FrameType::kSendCancelled;
         cancelled.recv_id = h.recv_id;
-        queue_control(pair, cancelled);
+        queue_control(pair, cancelled, Lane::kAnswer);
         return;
       }
       OutFrame frame;
-      frame.bulk = true;
+      frame.lane = Lane::kPayload;
       frame.recv_id = h.recv_id;
       frame.payload = op->data_;
       frame.payload_bytes = op->bytes_;
@@ -230,27 +230,30 @@ void TcpMesh::queue_frame(Pair& pair, OutFrame frame) {
     if (frame.op) fail_op(frame.op, pair.failure_);
     return;
   }
-  if (frame.bulk) {
+  if (frame.lane == Lane::kPayload) {
     begin_segment(frame);
   } else {
     frame.segment = frame.payload_bytes;
   }
   bool idle = pair.out_.empty();
   auto at = pair.out_.end();
-  if (frame.overtakes && !frame.bulk) {
-    // Ahead of the first bulk frame whose current segment has not begun; in order with the
-    // other frames that overtake (eager and ready-to-send keep the matching order).
-    at = std::find_if(pair.out_.begin(), pair.out_.end(),
-                      [](const OutFrame& queued) { return queued.bulk && queued.written == 0; });
+  if (frame.lane > Lane::kPayload) {
+    for (auto it = pair.out_.begin(); it != pair.out_.end(); ++it) {
+      if (it->lane == Lane::kLast) break;  // nothing passes a goodbye or an abort
+      if (it->lane < frame.lane && it->written == 0) {
+        at = it;
+        break;
+      }
+    }
   }
   pair.out_.insert(at, std::move(frame));
   // Write inline from the calling thread; the event loop takes over only when the socket is full.
   if (idle) write_pair(pair);
 }
 
-void TcpMesh::queue_control(Pair& pair, const wire::FrameHeader& header, bool overtakes) {
+void TcpMesh::queue_control(Pair& pair, const wire::FrameHeader& header, Lane lane) {
   OutFrame frame;
-  frame.overtakes = overtakes;
+  frame.lane = lane;
   wire::encode_header(header, frame.header);
   queue_frame(pair, std::move(frame));
 }

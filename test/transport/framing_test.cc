@@ -177,6 +177,62 @@ TEST(Framing, ClearToSendOvertakesQueuedPayloadAndSegmentsReassemble) {
   EXPECT_TRUE(eager_in == eager_payload);
 }
 
+// Rank 0 queues 16 MiB of eager messages that rank 1 does not read, then rank 1 announces a
+// message: the clear-to-send passes the eager messages not yet begun, while those keep their
+// order among themselves (the matching order).
+TEST(Framing, ClearToSendOvertakesQueuedEagerMessagesWhichKeepTheirOrder) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t each = 64 << 10;  // the default eager size: eager
+  const int count = 256;
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<std::unique_ptr<transport::Memory>> memory;
+  std::vector<transport::RequestPtr> requests;
+  for (int i = 0; i < count; ++i) {
+    out.push_back(make_pattern(0, 1, each, 100 + i));
+    memory.push_back(peer.mesh->register_memory(out.back().data(), each));
+    requests.push_back(peer.mesh->send(1, 1, *memory.back(), 0, each));
+  }
+  const size_t bytes = 100000;
+  std::vector<uint8_t> in(bytes);
+  auto in_memory = peer.mesh->register_memory(in.data(), bytes);
+  requests.push_back(peer.mesh->recv(1, 2, *in_memory, 0, bytes));
+  usleep(300000);  // rank 0 writes until its socket is full
+  wire::FrameHeader mine = frame(FrameType::kReadyToSend);
+  mine.tag = 2;
+  mine.length = bytes;
+  mine.send_id = 3;
+  peer.put(mine);
+  usleep(200000);  // rank 0 matches it and queues its clear-to-send
+
+  int before = -1;
+  uint32_t recv_id = 0;
+  std::vector<uint8_t> got(each);
+  for (int i = 0; i < count;) {
+    wire::FrameHeader header = peer.get();
+    if (header.type == FrameType::kClearToSend) {
+      EXPECT_EQ(header.send_id, 3u);
+      before = i;
+      recv_id = header.recv_id;
+      continue;
+    }
+    ASSERT_EQ(header.type, FrameType::kEager);
+    ASSERT_EQ(header.length, each);
+    peer.get_payload(got.data(), each);
+    EXPECT_TRUE(got == out[static_cast<size_t>(i)]) << "eager message " << i << " out of order";
+    ++i;
+  }
+  ASSERT_GE(before, 0) << "no clear-to-send";
+  EXPECT_LT(before, count / 2) << "the clear-to-send waited behind the queued eager messages";
+  std::vector<uint8_t> payload = make_pattern(1, 0, bytes, 4);
+  wire::FrameHeader data = frame(FrameType::kData);
+  data.recv_id = recv_id;
+  data.length = bytes;
+  peer.put(data, payload.data());
+  peer.mesh->wait(requests, peer.deadline);
+  EXPECT_TRUE(in == payload);
+}
+
 // Data that would land beyond the receive's buffer fails the pair as a protocol error, naming
 // the peer, and writes nothing out of bounds.
 TEST(Framing, DataBeyondTheReceiveIsAProtocolError) {
