@@ -35,9 +35,12 @@ void tune_socket(int fd) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
   }
-  // Bounds what waits unsent in the kernel, ahead of any frame queued later (a clear-to-send).
+  // Bounds what waits unsent in the kernel, ahead of any frame queued later (a clear-to-send),
+  // on connections that leave this host. Between two ends on this host (one address) the
+  // kernel moves bytes at memory speed, a frame behind megabytes waits a millisecond, and the
+  // bound's extra wake-ups cost more (ping-pong 64 MiB: 24 -> 28 ms, docs/transport.md).
   int64_t lowat = knob_int("GLOO_LITE_TCP_NOTSENT_LOWAT");
-  if (lowat > 0) {
+  if (lowat > 0 && SocketAddress::local_of(fd).host() != SocketAddress::peer_of(fd).host()) {
     int bytes = static_cast<int>(lowat);
     setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));
   }
