@@ -135,9 +135,9 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "size, and control frames (clear-to-send) pass between two of them",
        bytes(4 * kKiB, kGiB)},
       {"GLOO_LITE_TCP_NOTSENT_LOWAT", "131072",
-       "TCP_NOTSENT_LOWAT in bytes: how much unsent data a socket may hold before writes wait, "
-       "so that a control frame does not queue behind megabytes in the kernel (0: the "
-       "kernel's default, no bound)",
+       "TCP_NOTSENT_LOWAT in bytes, on connections to other hosts: how much unsent data a "
+       "socket may hold before writes wait, so that a control frame does not queue behind "
+       "megabytes in the kernel (0: the kernel's default, no bound)",
        bytes(0, kGiB)},
       {"GLOO_LITE_SHM_RING_BYTES", "262144",
        "Shared memory: bytes of each inbox ring (one per peer in each rank's segment, reserved "
