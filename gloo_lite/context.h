@@ -37,6 +37,10 @@ struct ContextOptions {
   // When this context fails, publish a failure report (gloo_lite/failure_report.h) in the store
   // for the launcher to read. init_from_env sets it: its ranks are the launcher's ranks.
   bool report_failures = false;
+  // Seconds per byte over a host's link to the others, where the creator knows it (a split
+  // passes its parent's, agreed by the same ranks): the network probe is then skipped. 0:
+  // measured at creation when the context spans several hosts (gloo_lite/network_probe.h).
+  double network_beta = 0;
 };
 
 class Context : public std::enable_shared_from_this<Context> {
@@ -81,6 +85,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // The host identity of every rank, as exchanged at connect (the same on every rank); empty
   // for a single-rank context.
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // Seconds per byte over one host's link to the others, as measured when this context was
+  // created (or given by ContextOptions::network_beta), the same on every rank; 0 on one host
+  // or where GLOO_LITE_NET_BETA_GBPS gives the figure. The tuner's cross-host beta.
+  double network_beta() const { return network_beta_; }
   // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
   // created at its first use, which is a collective call (every rank comes, in stream order).
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
@@ -216,6 +224,7 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t context_id_ = 0;
   double ranks_per_core_ = 0;       // set by connect(); stays 0 for a single rank (nothing to tune)
   std::vector<std::string> hosts_;  // host identity per rank, set by connect()
+  double network_beta_ = 0;         // set by create() (network_probe.h)
   bool shm_knobs_allow_ = false;    // the knobs' part of shm_collectives_allowed, read at connect
 
   FlightRecorder recorder_;

@@ -6,9 +6,14 @@
 //     GLOO_LITE_OVERHEAD_US, GLOO_LITE_CORES, GLOO_LITE_ALGO).
 //   gloo_lite_tuner --hosts H --ranks-per-host R [--network-gbps G] [--network-alpha-us A]
 //                   [--shm-gbps S] [--shm-alpha-us A] [--cores-per-host C]
-//                   [--collective NAME] [--sizes 8,1K,64M,1G]
-//     A described cluster: H hosts of R ranks each (ranks consecutive per host), G Gb/s between
-//     hosts. Per collective and size: auto's algorithm, its predicted time and the runner-up.
+//                   [--collective NAME] [--sizes 8,1K,64M,1G] [--every]
+//   gloo_lite_tuner --hosts 2,2,1 ...
+//     A described cluster: H hosts of R ranks each, or the list of ranks per host (ranks
+//     consecutive per host), G Gb/s over each host's link (GLOO_LITE_NET_BETA_GBPS; without it
+//     the cross-host figures are those of a job that has not measured its network: alpha and
+//     beta). Per collective and size: auto's algorithm, its predicted time and the runner-up;
+//     --every adds every supported algorithm's estimate ("# estimate allgather 1048576 ring
+//     0.0336" lines).
 //     The options set the cost model's knobs for this process, so the estimates are those a
 //     job with these knobs on such a cluster would compute.
 #include <algorithm>
@@ -152,7 +157,12 @@ int cluster_usage(const std::vector<std::string>& args) {
       "--hosts",    "--ranks-per-host", "--network-gbps",   "--network-alpha-us",
       "--shm-gbps", "--shm-alpha-us",   "--cores-per-host", "--collective",
       "--sizes"};
+  bool every = false;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--every") {
+      every = true;
+      continue;
+    }
     if (std::find(known.begin(), known.end(), args[i]) == known.end()) {
       throw std::invalid_argument("unknown option '" + args[i] + "'");
     }
@@ -160,28 +170,51 @@ int cluster_usage(const std::vector<std::string>& args) {
     options[args[i]] = args[i + 1];
     ++i;
   }
-  if (!options.count("--hosts") || !options.count("--ranks-per-host")) {
-    throw std::invalid_argument("a described cluster needs --hosts and --ranks-per-host");
+  // Ranks per host: "--hosts H --ranks-per-host R", or "--hosts 2,2,1" (a list).
+  std::vector<int> layout;
+  if (!options.count("--hosts")) throw std::invalid_argument("a described cluster needs --hosts");
+  const std::string& hosts_text = options["--hosts"];
+  if (hosts_text.find(',') != std::string::npos) {
+    if (options.count("--ranks-per-host")) {
+      throw std::invalid_argument("--hosts as a list (2,2,1) already gives --ranks-per-host");
+    }
+    for (size_t start = 0; start <= hosts_text.size();) {
+      size_t comma = std::min(hosts_text.find(',', start), hosts_text.size());
+      std::string item = hosts_text.substr(start, comma - start);
+      double ranks = parse_number("--hosts", item, 1, 1 << 12);
+      if (ranks != static_cast<int>(ranks)) {
+        throw std::invalid_argument("--hosts: '" + item + "' is not a whole number of ranks");
+      }
+      layout.push_back(static_cast<int>(ranks));
+      start = comma + 1;
+    }
+  } else {
+    if (!options.count("--ranks-per-host")) {
+      throw std::invalid_argument(
+          "a described cluster needs --hosts and --ranks-per-host (or --hosts as a list, 2,2,1)");
+    }
+    const double hosts = parse_number("--hosts", hosts_text, 1, 1 << 16);
+    const double per = parse_number("--ranks-per-host", options["--ranks-per-host"], 1, 4096);
+    if (hosts != static_cast<int>(hosts) || per != static_cast<int>(per)) {
+      throw std::invalid_argument("--hosts and --ranks-per-host take whole numbers");
+    }
+    layout.assign(static_cast<int>(hosts), static_cast<int>(per));
   }
-  const int hosts = static_cast<int>(parse_number("--hosts", options["--hosts"], 1, 1 << 16));
-  const int per_host =
-      static_cast<int>(parse_number("--ranks-per-host", options["--ranks-per-host"], 1, 1 << 12));
-  if (double(hosts) != parse_number("--hosts", options["--hosts"], 1, 1 << 16) ||
-      double(per_host) != parse_number("--ranks-per-host", options["--ranks-per-host"], 1, 4096)) {
-    throw std::invalid_argument("--hosts and --ranks-per-host take whole numbers");
-  }
-  if (hosts * per_host < 2)
-    throw std::invalid_argument("a cluster of one rank has nothing to tune");
+  const int hosts = static_cast<int>(layout.size());
+  const int per_host = *std::max_element(layout.begin(), layout.end());
+  int p = 0;
+  for (int ranks : layout) p += ranks;
+  if (p < 2) throw std::invalid_argument("a cluster of one rank has nothing to tune");
   const double cores = options.count("--cores-per-host")
                            ? parse_number("--cores-per-host", options["--cores-per-host"], 1, 1e6)
                            : per_host;
   // Gb/s (network convention) to the knob's GB/s.
   if (options.count("--network-gbps")) {
-    set_knob("GLOO_LITE_BETA_GBPS",
+    set_knob("GLOO_LITE_NET_BETA_GBPS",
              parse_number("--network-gbps", options["--network-gbps"], 1e-3, 1e5) / 8);
   }
   if (options.count("--network-alpha-us")) {
-    set_knob("GLOO_LITE_ALPHA_US",
+    set_knob("GLOO_LITE_NET_ALPHA_US",
              parse_number("--network-alpha-us", options["--network-alpha-us"], 0, 1e6));
   }
   if (options.count("--shm-gbps")) {
@@ -212,15 +245,20 @@ int cluster_usage(const std::vector<std::string>& args) {
     start = comma + 1;
   }
 
-  const int p = hosts * per_host;
-  std::vector<std::string> host_of(p);
-  for (int r = 0; r < p; ++r) host_of[r] = "host" + std::to_string(r / per_host);
+  std::vector<std::string> host_of;
+  std::string shape;
+  for (int h = 0; h < hosts; ++h) {
+    host_of.insert(host_of.end(), layout[h], "host" + std::to_string(h));
+    shape += (h ? "," : "") + std::to_string(layout[h]);
+  }
   const algo::CostModel& model = algo::CostModel::get();
   std::printf(
-      "# %d hosts x %d ranks (P = %d), %.3g cores per host; network alpha %.1f us, %.3g Gb/s; "
-      "shm alpha %.1f us, %.3g Gb/s; gamma %.2f GB/s, overhead %.1f us per message; float32\n",
-      hosts, per_host, p, cores, model.alpha * 1e6, 8e-9 / model.beta, model.shm_alpha * 1e6,
-      8e-9 / model.shm_beta, 1e-9 / model.gamma, model.overhead * 1e6);
+      "# %d hosts (ranks %s, P = %d), %.3g cores per host; network alpha %.1f us, %.3g Gb/s per "
+      "host link; alpha %.1f us, %.3g Gb/s within a host; shm alpha %.1f us, %.3g Gb/s; gamma "
+      "%.2f GB/s, overhead %.1f us per message; float32\n",
+      hosts, shape.c_str(), p, cores, model.cross_alpha() * 1e6, 8e-9 / model.cross_beta(),
+      model.alpha * 1e6, 8e-9 / model.beta, model.shm_alpha * 1e6, 8e-9 / model.shm_beta,
+      1e-9 / model.gamma, model.overhead * 1e6);
   std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", "# collective", "bytes", "auto", "time",
               "runner-up", "time");
   for (const CollectiveInfo* info : collectives) {
@@ -234,6 +272,12 @@ int cluster_usage(const std::vector<std::string>& args) {
       std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", info->name, format_bytes(bytes).c_str(),
                   ranked[0].algorithm->name, format_seconds(ranked[0].estimate).c_str(),
                   second.c_str(), second_time.c_str());
+      // --every: each supported algorithm's estimate, in seconds, for tests and comparisons
+      // with measurements ('#' lines, which a reader of the table skips).
+      for (size_t i = 0; every && i < ranked.size(); ++i) {
+        std::printf("# estimate %s %zu %s %.9g\n", info->name, bytes, ranked[i].algorithm->name,
+                    ranked[i].estimate);
+      }
     }
   }
   return 0;
@@ -248,9 +292,10 @@ int main(int argc, char** argv) {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
       std::printf(
           "usage: gloo_lite_tuner [P ...]\n"
-          "       gloo_lite_tuner --hosts H --ranks-per-host R [--network-gbps G]\n"
+          "       gloo_lite_tuner --hosts H --ranks-per-host R | --hosts 2,2,1 [--network-gbps G]\n"
           "                       [--network-alpha-us A] [--shm-gbps S] [--shm-alpha-us A]\n"
-          "                       [--cores-per-host C] [--collective NAME] [--sizes 8,1K,1G]\n");
+          "                       [--cores-per-host C] [--collective NAME] [--sizes 8,1K,1G]\n"
+          "                       [--every]\n");
       return 0;
     }
     return described ? cluster_usage(args) : local_usage(args);

@@ -11,6 +11,7 @@
 // P-1 -> 0, so each step sends and receives at most two pieces, straight into their final
 // places: no scratch and no rotation copy. Variable blocks (allgatherv) work unchanged.
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/algorithms/patterns.h"
 
 namespace gloo_lite::algo {
@@ -49,8 +50,24 @@ void run_allgather(const Call& call) {
 bool supports_any(const Call&) { return true; }
 
 // ceil(log2 P) steps; each rank receives every block but its own: (P-1)/P * n on the wire.
+// Across hosts (host_links.h): the steps are summed, each at the busiest host link of its
+// distance (rank r sends its run of min(2^s, P - 2^s) blocks to rank r - 2^s).
 double cost_allgather(const Call& call, const CostModel& model) {
   double p = call.size;
+  HostLinks links(call);
+  if (links.spans()) {
+    double total = 0;
+    const double block = static_cast<double>(call.total_bytes()) / p;
+    for (int distance = 1; distance < call.size; distance *= 2) {
+      links.clear();
+      const double ranks = std::min(distance, call.size - distance);
+      links.every_rank([&](int r) {
+        return std::make_pair((r - distance + call.size) % call.size, ranks * block);
+      });
+      total += links.step(model);
+    }
+    return total;
+  }
   return ceil_log2(call.size) * model.alpha +
          (p - 1) / p * static_cast<double>(call.total_bytes()) * model.beta;
 }

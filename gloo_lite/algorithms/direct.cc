@@ -4,8 +4,10 @@
 // for tiny P or latency-bound sizes; their merit is one round of dependency, no intermediate
 // hops and no forwarding. docs/algorithms.md derives the costs below.
 #include <deque>
+#include <optional>
 
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/algorithms/patterns.h"
 
 namespace gloo_lite::algo {
@@ -186,24 +188,68 @@ double share(const Call& call) { return (call.size - 1.0) / call.size * n_bytes(
 // dependency depth (latency()).
 double direct_latency(const Call& call, const CostModel& m) { return latency(steps(call), 1, m); }
 
+// Across hosts (host_links.h) every message is in flight at once: the busiest host link
+// carries everything its ranks send to (or receive from) other hosts, the busiest port
+// everything its rank sends or receives; the P-1 steps' latency is the cross-host one.
+// `bytes(from, to)`: what rank `from` sends to rank `to` (0: nothing but the message).
+template <typename Bytes>
+std::optional<double> across(const Call& call, const CostModel& m, Bytes bytes) {
+  HostLinks links(call);
+  if (!links.spans()) return std::nullopt;
+  for (int from = 0; from < call.size; ++from) {
+    for (int to = 0; to < call.size; ++to) links.send(from, to, bytes(from, to));
+  }
+  return latency(steps(call), 1, links.latency_model(m)) + links.transfer(m);
+}
+double block_to(const Call& call, int to) { return call.bytes(call.blocks[to]); }
+double block_of(const Call& call, int from) { return call.bytes(call.blocks[from]); }
+
 // allreduce: P-1 steps, (P-1) * n on the wire and reduced.
 double cost_allreduce(const Call& call, const CostModel& m) {
-  return direct_latency(call, m) + steps(call) * n_bytes(call) * (m.beta + m.gamma);
+  double reduced = steps(call) * n_bytes(call) * m.gamma;
+  if (auto t = across(call, m, [&](int, int) { return n_bytes(call); })) return *t + reduced;
+  return direct_latency(call, m) + steps(call) * n_bytes(call) * m.beta + reduced;
 }
 // reduce_scatter: P-1 steps, (P-1)/P * n on the wire and reduced.
 double cost_reduce_scatter(const Call& call, const CostModel& m) {
+  auto t = across(call, m, [&](int, int to) { return block_to(call, to); });
+  if (t) return *t + share(call) * m.gamma;
   return direct_latency(call, m) + share(call) * (m.beta + m.gamma);
 }
-// allgather, gather, scatter, alltoall: P-1 steps, (P-1)/P * n on the wire.
-double cost_blocks(const Call& call, const CostModel& m) {
+// allgather, gather, scatter, alltoall: P-1 steps, (P-1)/P * n on the wire. Across hosts each
+// has its own pattern: allgather sends each block to every rank, gather to the root, scatter
+// and alltoall block j to rank j (alltoallv: this rank's counts stand for every rank's).
+double cost_blocks_on_one_host(const Call& call, const CostModel& m) {
   return direct_latency(call, m) + share(call) * m.beta;
+}
+double cost_allgather(const Call& call, const CostModel& m) {
+  auto t = across(call, m, [&](int from, int) { return block_of(call, from); });
+  return t ? *t : cost_blocks_on_one_host(call, m);
+}
+double cost_gather(const Call& call, const CostModel& m) {
+  auto t = across(call, m,
+                  [&](int from, int to) { return to == call.root ? block_of(call, from) : 0.0; });
+  return t ? *t : cost_blocks_on_one_host(call, m);
+}
+double cost_scatter(const Call& call, const CostModel& m) {
+  auto t = across(call, m,
+                  [&](int from, int to) { return from == call.root ? block_to(call, to) : 0.0; });
+  return t ? *t : cost_blocks_on_one_host(call, m);
+}
+double cost_alltoall(const Call& call, const CostModel& m) {
+  auto t = across(call, m, [&](int, int to) { return block_to(call, to); });
+  return t ? *t : cost_blocks_on_one_host(call, m);
 }
 // broadcast: P-1 steps, (P-1) * n on the wire (the root sends n to each peer).
 double cost_broadcast(const Call& call, const CostModel& m) {
-  return direct_latency(call, m) + steps(call) * n_bytes(call) * m.beta;
+  auto t = across(call, m, [&](int from, int) { return from == call.root ? n_bytes(call) : 0.0; });
+  return t ? *t : direct_latency(call, m) + steps(call) * n_bytes(call) * m.beta;
 }
 // barrier: P-1 steps, nothing on the wire.
-double cost_barrier(const Call& call, const CostModel& m) { return direct_latency(call, m); }
+double cost_barrier(const Call& call, const CostModel& m) {
+  auto t = across(call, m, [](int, int) { return 0.0; });
+  return t ? *t : direct_latency(call, m);
+}
 
 // Messages: every rank sends to every peer, except in the rooted collectives, where only the
 // root talks to the others and each of them once.
@@ -218,11 +264,12 @@ std::vector<Algorithm> direct_algorithms() {
        run_allreduce},
       {"direct", Collective::kReduceScatter, supports_reduce_scatter, cost_reduce_scatter,
        to_every_peer, run_reduce_scatter},
-      {"direct", Collective::kAllgather, supports_any, cost_blocks, to_every_peer, run_allgather},
-      {"direct", Collective::kGather, supports_any, cost_blocks, one_per_rank, run_gather},
-      {"direct", Collective::kScatter, supports_any, cost_blocks, one_per_rank, run_scatter},
+      {"direct", Collective::kAllgather, supports_any, cost_allgather, to_every_peer,
+       run_allgather},
+      {"direct", Collective::kGather, supports_any, cost_gather, one_per_rank, run_gather},
+      {"direct", Collective::kScatter, supports_any, cost_scatter, one_per_rank, run_scatter},
       {"direct", Collective::kBroadcast, supports_any, cost_broadcast, one_per_rank, run_broadcast},
-      {"direct", Collective::kAlltoall, supports_any, cost_blocks, to_every_peer, run_alltoall},
+      {"direct", Collective::kAlltoall, supports_any, cost_alltoall, to_every_peer, run_alltoall},
       {"direct", Collective::kBarrier, supports_any, cost_barrier, to_every_peer, run_barrier},
   };
 }

@@ -5,6 +5,7 @@
 // before it, so after the last round from every rank: none leaves before all have entered.
 // A gather-and-release tree (tree.cc) needs 2 * ceil(log2 P) rounds; this needs half, for any P.
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/algorithms/patterns.h"
 
 namespace gloo_lite::algo {
@@ -24,7 +25,18 @@ void run_barrier(const Call& call) {
 bool supports_any(const Call&) { return true; }
 
 // ceil(log2 P) steps, nothing on the wire.
+// Across hosts (host_links.h): a round whose messages cross hosts costs the cross-host alpha.
 double cost_barrier(const Call& call, const CostModel& model) {
+  HostLinks links(call);
+  if (links.spans()) {
+    double total = 0;
+    for (int distance = 1; distance < call.size; distance *= 2) {
+      links.clear();
+      links.every_rank([&](int r) { return std::make_pair((r + distance) % call.size, 0.0); });
+      total += links.step(model);
+    }
+    return total;
+  }
   return ceil_log2(call.size) * model.alpha;
 }
 

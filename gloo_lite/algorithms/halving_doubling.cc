@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/context.h"
 
 namespace gloo_lite::algo {
@@ -180,6 +181,30 @@ void recursive_doubling_run(const Call& call) {
   fold_out(call, fold, step);
 }
 
+// Across hosts (host_links.h) the steps are summed, each at the busiest host link of its
+// exchanges: the fold (rank 2i sends its vector to 2i+1, and the result back), then the core,
+// where at distance d every virtual rank v exchanges `bytes(d)` with v xor d. Both partners
+// send at once, so each exchange loads its host links in both directions. The core runs
+// `core_passes` times (halving_doubling: the halving and the doubling, the same exchanges).
+template <typename Bytes>
+double steps_across(const Call& call, HostLinks& links, const CostModel& m, int core_passes,
+                    Bytes bytes) {
+  Fold fold(call);
+  double n = call.bytes(call.count);
+  double total = 0;
+  if (fold.rem > 0) {
+    links.clear();
+    for (int i = 0; i < fold.rem; ++i) links.send(2 * i, 2 * i + 1, n);
+    total += 2 * links.step(m);  // in, and the result back out: the same links reversed
+  }
+  for (int d = fold.p2 / 2; d >= 1; d /= 2) {
+    links.clear();
+    for (int v = 0; v < fold.p2; ++v) links.send(fold.real(v), fold.real(v ^ d), bytes(d));
+    total += core_passes * links.step(m);
+  }
+  return total;
+}
+
 double fold_cost(const Call& call, const CostModel& m) {
   Fold fold(call);
   double n = call.bytes(call.count);
@@ -190,6 +215,11 @@ double halving_doubling_cost(const Call& call, const CostModel& m) {
   Fold fold(call);
   double p = fold.p2;
   double n = call.bytes(call.count);
+  double reduced = (p - 1) / p * n * m.gamma + (fold.rem > 0 ? n * m.gamma : 0);
+  if (HostLinks links(call); links.spans()) {
+    // Halving at distance d exchanges n * d / P' (n/2 first), doubling the same in reverse.
+    return steps_across(call, links, m, 2, [&](int d) { return n * d / p; }) + reduced;
+  }
   double steps = 2 * ceil_log2(fold.p2);
   return steps * m.alpha + 2 * (p - 1) / p * n * m.beta + (p - 1) / p * n * m.gamma +
          fold_cost(call, m);
@@ -199,6 +229,10 @@ double recursive_doubling_cost(const Call& call, const CostModel& m) {
   Fold fold(call);
   double steps = ceil_log2(fold.p2);
   double n = call.bytes(call.count);
+  if (HostLinks links(call); links.spans()) {
+    double reduced = (steps + (fold.rem > 0 ? 1 : 0)) * n * m.gamma;
+    return steps_across(call, links, m, 1, [&](int) { return n; }) + reduced;
+  }
   return steps * (m.alpha + n * m.beta + n * m.gamma) + fold_cost(call, m);
 }
 

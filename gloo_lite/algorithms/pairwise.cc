@@ -6,6 +6,7 @@
 // so large exchanges do not flood a port or the receivers' unexpected-message queues.
 // Wire-compatible with direct alltoall (patterns.h, AlltoallBlocks).
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/algorithms/patterns.h"
 
 namespace gloo_lite::algo {
@@ -27,8 +28,23 @@ bool supports_any(const Call&) { return true; }
 
 // P-1 steps; each rank sends (and receives) every block but its own: (P-1)/P * n on the wire,
 // n = this rank's larger of its send and receive totals.
+// Across hosts (host_links.h) the steps are summed, each at the busiest host link of its
+// shift (this rank's counts stand for every rank's).
 double cost_alltoall(const Call& call, const CostModel& model) {
   double p = call.size;
+  HostLinks links(call);
+  if (links.spans()) {
+    double total = 0;
+    for (int k = 1; k < call.size; ++k) {
+      links.clear();
+      links.every_rank([&](int r) {
+        int to = (r + k) % call.size;
+        return std::make_pair(to, static_cast<double>(call.bytes(call.blocks[to])));
+      });
+      total += links.step(model);
+    }
+    return total;
+  }
   return (p - 1) * model.alpha + (p - 1) / p * static_cast<double>(call.total_bytes()) * model.beta;
 }
 

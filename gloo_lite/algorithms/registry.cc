@@ -12,13 +12,27 @@
 namespace gloo_lite::algo {
 
 const CostModel& CostModel::get() {
-  static const CostModel model{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
-                               1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
-                               1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
-                               knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
-                               1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9),
-                               knob_double("GLOO_LITE_WAIT_US") * 1e-6};
+  static const CostModel model = [] {
+    CostModel m{knob_double("GLOO_LITE_ALPHA_US") * 1e-6,
+                1.0 / (knob_double("GLOO_LITE_BETA_GBPS") * 1e9),
+                1.0 / (knob_double("GLOO_LITE_GAMMA_GBPS") * 1e9),
+                knob_double("GLOO_LITE_OVERHEAD_US") * 1e-6,
+                knob_double("GLOO_LITE_SHM_ALPHA_US") * 1e-6,
+                1.0 / (knob_double("GLOO_LITE_SHM_BETA_GBPS") * 1e9),
+                knob_double("GLOO_LITE_WAIT_US") * 1e-6};
+    m.net_alpha = knob_double("GLOO_LITE_NET_ALPHA_US") * 1e-6;
+    double net_gbps = knob_double("GLOO_LITE_NET_BETA_GBPS");
+    m.net_beta = net_gbps > 0 ? 1.0 / (net_gbps * 1e9) : 0;
+    return m;
+  }();
+  return model;
+}
+
+CostModel CostModel::for_call(const Call& call) {
+  CostModel model = get();
+  if (model.net_beta == 0 && call.context != nullptr && call.context->network_beta() > 0) {
+    model.net_beta = call.context->network_beta();
+  }
   return model;
 }
 
@@ -67,7 +81,12 @@ const std::vector<Algorithm>& all_algorithms() {
 }
 
 const std::vector<std::string>* hosts_of(const Call& call) {
-  return call.context != nullptr ? &call.context->hosts() : call.hosts;
+  // A phase of a call among some of the context's ranks (hierarchical's leaders on a
+  // SubsetMesh) is not the context's layout: its own description, if it has one.
+  if (call.context != nullptr && call.context->hosts().size() == static_cast<size_t>(call.size)) {
+    return &call.context->hosts();
+  }
+  return call.hosts;
 }
 
 bool described_on_one_host(const Call& call) {
@@ -205,7 +224,7 @@ const Algorithm& choose_algorithm(const Call& call, const std::string& requested
     // the tuner rather than failing a job that set it globally.
     if (algorithm != nullptr && algorithm->supports(call)) return *algorithm;
   }
-  std::vector<Ranked> ranked = rank_algorithms(call, CostModel::get());
+  std::vector<Ranked> ranked = rank_algorithms(call, CostModel::for_call(call));
   if (ranked.empty()) {
     throw InvalidArgument(std::string(collective) + ": no algorithm supports this call");
   }

@@ -33,9 +33,22 @@ struct CostModel {
   // independent sends of direct) keeps the rank's port busy for alpha - wait only.
   // 0 (the default here, as for models written out in tests): every step costs alpha.
   double wait = 0;
+  // Between ranks of different hosts (issue 24): seconds per message step that crosses, and
+  // seconds per byte over one host's link, which every rank of that host sending (or
+  // receiving) across shares. 0: unknown, a crossing step then costs alpha and beta (the
+  // model as it was before it knew the network). host_links.h counts what crosses.
+  double net_alpha = 0;
+  double net_beta = 0;
+  double cross_alpha() const { return net_alpha > 0 ? net_alpha : alpha; }
+  double cross_beta() const { return net_beta > 0 ? net_beta : beta; }
+
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
-  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US.
+  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US, GLOO_LITE_NET_ALPHA_US
+  // and GLOO_LITE_NET_BETA_GBPS (0: net_beta stays 0, for the context's probe to fill).
   static const CostModel& get();
+  // get() with the network figure of `call`'s context where the knob leaves it to the probe
+  // (Context::network_beta, agreed by every rank): the model auto ranks `call` with.
+  static CostModel for_call(const Call& call);
 };
 
 struct Algorithm {
@@ -77,8 +90,9 @@ std::vector<std::pair<std::string, std::string>> parse_algorithm_spec(const std:
 // collective) lacks. "auto" is valid everywhere.
 void check_algorithm_spec(const std::string& spec);
 
-// The host of every rank of `call`: its context's, else the cluster it describes (call.hosts,
-// gloo_lite_tuner's); nullptr when neither says.
+// The host of every rank of `call`: its context's (where the call spans the context's ranks),
+// else the cluster it describes (call.hosts: gloo_lite_tuner's, or a phase's among some of the
+// ranks); nullptr when neither says.
 const std::vector<std::string>* hosts_of(const Call& call);
 // Whether the hosts the call describes (without a context) are one: false when it spans
 // several, true when it names none (a call's shape alone, as tests ask).

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "gloo_lite/algorithms/families.h"
+#include "gloo_lite/algorithms/host_links.h"
 #include "gloo_lite/algorithms/patterns.h"
 
 namespace gloo_lite::algo {
@@ -309,38 +310,80 @@ bool supports_any(const Call&) { return true; }
 
 double total_bytes(const Call& call) { return static_cast<double>(call.total_bytes()); }
 
+// Across hosts (host_links.h) the tree's messages are all in flight together (the chunks are
+// pipelined through every level): the busiest host link carries every tree edge that leaves
+// (or enters) its host, each with the bytes that edge moves; the busiest port is the root's
+// h * n as on one host; every step's latency is the cross-host one. `edge(v)`: the bytes the
+// edge between relative rank v and its parent moves down (broadcast, scatter) and up (reduce,
+// gather); nullopt on one host.
+template <typename Edge>
+std::optional<double> across(const Call& call, const CostModel& model, double steps, Edge edge) {
+  HostLinks links(call);
+  if (!links.spans()) return std::nullopt;
+  for (int rank = 0; rank < call.size; ++rank) {
+    BinomialTree tree(call.size, call.root, rank);
+    if (tree.is_root()) continue;
+    auto [down, up] = edge(tree);
+    links.send(tree.parent(), rank, down);
+    links.send(rank, tree.parent(), up);
+  }
+  return steps * links.latency_model(model).alpha + links.transfer(model);
+}
+
 // Broadcast / reduce: h + K - 1 steps; the root's port carries h full copies (h * n); reduce
 // combines h * n bytes at the root. Chunking adds steps, not bytes, because every level below
 // the root forwards to fewer children than the root has.
 double cost_broadcast(const Call& call, const CostModel& model) {
   double h = ceil_log2(call.size);
   double k = static_cast<double>(std::max<size_t>(1, chunking(call).chunks));
-  return (h + k - 1) * model.alpha + h * total_bytes(call) * model.beta;
+  double n = total_bytes(call);
+  auto t = across(call, model, h + k - 1, [&](const BinomialTree&) { return std::pair(n, 0.0); });
+  return t ? *t : (h + k - 1) * model.alpha + h * n * model.beta;
 }
 double cost_reduce(const Call& call, const CostModel& model) {
   double h = ceil_log2(call.size);
-  return cost_broadcast(call, model) + h * total_bytes(call) * model.gamma;
+  double k = static_cast<double>(std::max<size_t>(1, chunking(call).chunks));
+  double n = total_bytes(call);
+  auto t = across(call, model, h + k - 1, [&](const BinomialTree&) { return std::pair(0.0, n); });
+  return (t ? *t : (h + k - 1) * model.alpha + h * n * model.beta) + h * n * model.gamma;
 }
 // Allreduce: both phases overlap chunk by chunk, so one extra chunk per level rides on top of
 // the root's h * n: 2h + K - 1 steps, h * (n + s) bytes on the wire for chunk size s, h * n
-// reduced.
+// reduced. Across hosts every edge moves n + s each way.
 double cost_allreduce(const Call& call, const CostModel& model) {
   double h = ceil_log2(call.size);
   Chunking c = chunking(call);
   double n = total_bytes(call);
   double s = std::min(n, static_cast<double>(call.bytes(c.elements)));
   double k = static_cast<double>(std::max<size_t>(1, c.chunks));
+  auto t = across(call, model, 2 * h + k - 1,
+                  [&](const BinomialTree&) { return std::pair(n + s, n + s); });
+  if (t) return *t + h * n * model.gamma;
   return (2 * h + k - 1) * model.alpha + h * (n + s) * model.beta + h * n * model.gamma;
 }
 // Gather / scatter: h steps; the root's port carries every block but its own, (P-1)/P * n.
-double cost_blocks(const Call& call, const CostModel& model) {
+// Across hosts the edge above relative rank v moves its subtree's span(v) blocks.
+double cost_blocks(const Call& call, const CostModel& model, bool up) {
   double p = call.size;
-  return ceil_log2(call.size) * model.alpha + (p - 1) / p * total_bytes(call) * model.beta;
+  double block = total_bytes(call) / p;
+  auto t = across(call, model, ceil_log2(call.size), [&](const BinomialTree& tree) {
+    double bytes = tree.span(tree.relative()) * block;
+    return up ? std::pair(0.0, bytes) : std::pair(bytes, 0.0);
+  });
+  return t ? *t : ceil_log2(call.size) * model.alpha + (p - 1) / p * total_bytes(call) * model.beta;
+}
+double cost_gather(const Call& call, const CostModel& model) {
+  return cost_blocks(call, model, true);
+}
+double cost_scatter(const Call& call, const CostModel& model) {
+  return cost_blocks(call, model, false);
 }
 
 // Barrier: h rounds up and h down, nothing on the wire.
 double cost_barrier(const Call& call, const CostModel& model) {
-  return 2 * ceil_log2(call.size) * model.alpha;
+  double h = ceil_log2(call.size);
+  auto t = across(call, model, 2 * h, [](const BinomialTree&) { return std::pair(0.0, 0.0); });
+  return t ? *t : 2 * h * model.alpha;
 }
 
 // Messages: every rank but the root receives each chunk once per phase (from its parent going
@@ -361,8 +404,8 @@ std::vector<Algorithm> tree_algorithms() {
       {"tree", Collective::kReduce, supports_any, cost_reduce, messages_one_phase, run_reduce},
       {"tree", Collective::kAllreduce, supports_any, cost_allreduce, messages_two_phases,
        run_allreduce},
-      {"tree", Collective::kGather, supports_any, cost_blocks, per_rank, run_gather},
-      {"tree", Collective::kScatter, supports_any, cost_blocks, per_rank, run_scatter},
+      {"tree", Collective::kGather, supports_any, cost_gather, per_rank, run_gather},
+      {"tree", Collective::kScatter, supports_any, cost_scatter, per_rank, run_scatter},
       {"tree", Collective::kBarrier, supports_any, cost_barrier, messages_barrier, run_barrier},
   };
 }

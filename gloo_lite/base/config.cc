@@ -245,6 +245,15 @@ const std::vector<Knob>& gloo_lite_knobs() {
        "Cost model: the part of GLOO_LITE_ALPHA_US a rank waits for a message it must receive "
        "before it may send; a step that waits for nothing costs alpha minus it, microseconds",
        number(0, 1e6)},
+      {"GLOO_LITE_NET_ALPHA_US", "0",
+       "Cost model: latency of one message step between ranks of different hosts, microseconds "
+       "(0: GLOO_LITE_ALPHA_US)",
+       number(0, 1e6)},
+      {"GLOO_LITE_NET_BETA_GBPS", "0",
+       "Cost model: bandwidth of one host's link to the others, GB/s, shared by the host's ranks "
+       "(0: measured when a context that spans several hosts is created, about 2 MiB each way "
+       "between neighbouring hosts; a single-host context measures nothing)",
+       number(0, 1e6)},
       {"GLOO_LITE_GAMMA_GBPS", "20",
        "Cost model: reduction throughput, GB/s of input (chunks are cache-resident)",
        number(1e-6, 1e6)},
