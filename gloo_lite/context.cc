@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gloo_lite/algorithms/call.h"
+#include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
@@ -20,6 +21,7 @@
 #include "gloo_lite/hang_report.h"
 #include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
+#include "gloo_lite/network_probe.h"
 #include "gloo_lite/point_to_point.h"
 #include "gloo_lite/stream.h"
 #include "gloo_lite/transport/tag_space.h"
@@ -161,6 +163,13 @@ std::shared_ptr<Context> Context::create(std::shared_ptr<Store> store, int rank,
   }
   // Connected: its id is known, and a flight recorder dump (by signal) may show it.
   register_live_context(context.get());
+  // The cross-host figure for the tuner, before any auto choice can need it: given, or
+  // measured by the ranks together (nothing on one host, nor where the knob gives it).
+  if (options.network_beta > 0) {
+    context->network_beta_ = options.network_beta;
+  } else if (algo::CostModel::get().net_beta == 0) {
+    context->network_beta_ = measure_network_beta(*context);
+  }
   return context;
 }
 
@@ -533,7 +542,8 @@ std::shared_ptr<Context> Context::split(int color, int key) {
   auto sub_store = make_prefix_store(
       store_, store_key("split/" + std::to_string(round) + "/color" + std::to_string(color)));
   ContextOptions options = options_;
-  options.report_failures = false;  // its ranks are not the launcher's
+  options.report_failures = false;       // its ranks are not the launcher's
+  options.network_beta = network_beta_;  // the same links: no second probe
   try {
     return Context::create(sub_store, new_rank, static_cast<int>(members.size()), device_, options);
   } catch (const TimeoutError& e) {
