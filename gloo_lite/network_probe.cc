@@ -62,6 +62,7 @@ double measure_network_beta(Context& context) {
   // records and tests count on it).
   direct.tag = kNetworkProbeTag;
   double slowest = 0;
+  const auto began = std::chrono::steady_clock::now();
   try {
     // The first exchange warms the path up: it empties a shaper's burst allowance (tc tbf's
     // bucket lets its first 256 KiB through at once, the simulated cluster's) and opens TCP's
@@ -76,9 +77,12 @@ double measure_network_beta(Context& context) {
     rethrow_named(context, error);
   }
   double beta = slowest / kNetworkProbeBytes;
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   LOG_INFO("context", "network probe: " << hosts << " hosts, " << kNetworkProbeBytes / slowest / 1e9
                                         << " GB/s per host link (" << slowest * 1e3 << " ms for "
-                                        << bytes << " bytes)");
+                                        << bytes << " bytes; the probe took " << took * 1e3
+                                        << " ms on this rank)");
   return beta;
 }
 
