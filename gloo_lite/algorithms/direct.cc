@@ -194,7 +194,7 @@ double direct_latency(const Call& call, const CostModel& m) { return latency(ste
 // `bytes(from, to)`: what rank `from` sends to rank `to` (0: nothing but the message).
 template <typename Bytes>
 std::optional<double> across(const Call& call, const CostModel& m, Bytes bytes) {
-  HostLinks links(call);
+  HostLinks links(call, Partners::kChanging);
   if (!links.spans()) return std::nullopt;
   for (int from = 0; from < call.size; ++from) {
     for (int to = 0; to < call.size; ++to) links.send(from, to, bytes(from, to));

@@ -27,7 +27,7 @@ bool supports_any(const Call&) { return true; }
 // ceil(log2 P) steps, nothing on the wire.
 // Across hosts (host_links.h): a round whose messages cross hosts costs the cross-host alpha.
 double cost_barrier(const Call& call, const CostModel& model) {
-  HostLinks links(call);
+  HostLinks links(call, Partners::kChanging);
   if (links.spans()) {
     double total = 0;
     for (int distance = 1; distance < call.size; distance *= 2) {

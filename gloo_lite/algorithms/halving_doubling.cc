@@ -216,7 +216,7 @@ double halving_doubling_cost(const Call& call, const CostModel& m) {
   double p = fold.p2;
   double n = call.bytes(call.count);
   double reduced = (p - 1) / p * n * m.gamma + (fold.rem > 0 ? n * m.gamma : 0);
-  if (HostLinks links(call); links.spans()) {
+  if (HostLinks links(call, Partners::kChanging); links.spans()) {
     // Halving at distance d exchanges n * d / P' (n/2 first), doubling the same in reverse.
     return steps_across(call, links, m, 2, [&](int d) { return n * d / p; }) + reduced;
   }
@@ -229,7 +229,7 @@ double recursive_doubling_cost(const Call& call, const CostModel& m) {
   Fold fold(call);
   double steps = ceil_log2(fold.p2);
   double n = call.bytes(call.count);
-  if (HostLinks links(call); links.spans()) {
+  if (HostLinks links(call, Partners::kChanging); links.spans()) {
     double reduced = (steps + (fold.rem > 0 ? 1 : 0)) * n * m.gamma;
     return steps_across(call, links, m, 1, [&](int) { return n; }) + reduced;
   }

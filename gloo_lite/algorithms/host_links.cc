@@ -6,7 +6,7 @@
 
 namespace gloo_lite::algo {
 
-HostLinks::HostLinks(const Call& call) : size_(call.size) {
+HostLinks::HostLinks(const Call& call, Partners partners) : partners_(partners), size_(call.size) {
   const std::vector<std::string>* names = hosts_of(call);
   if (names == nullptr || static_cast<int>(names->size()) != call.size) return;
   std::map<std::string, int> index;
@@ -49,7 +49,9 @@ double largest(const std::vector<double>& a, const std::vector<double>& b) {
 }  // namespace
 
 double HostLinks::transfer(const CostModel& model) const {
-  return std::max(largest(host_out_, host_in_) * model.cross_beta(),
+  double link_beta = model.cross_beta();
+  if (partners_ == Partners::kChanging) link_beta /= model.net_changing;
+  return std::max(largest(host_out_, host_in_) * link_beta,
                   largest(rank_out_, rank_in_) * model.beta);
 }
 

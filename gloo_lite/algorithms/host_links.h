@@ -17,11 +17,18 @@
 
 namespace gloo_lite::algo {
 
+// Whom an algorithm's ranks send to across hosts: the same neighbours in every step (the
+// ring's loop and chain, the tree's edges), or another peer in each step or every peer at once
+// (halving and recursive doubling, bruck, pairwise, direct). Measured, the second kind reaches
+// less of a link's rate for the same bytes (CostModel::net_changing, docs/algorithms.md,
+// "Across hosts").
+enum class Partners { kFixed, kChanging };
+
 class HostLinks {
  public:
   // The hosts of `call`'s ranks (hosts_of). Where they are one host, or none is described,
   // spans() is false and a cost function keeps its single-host formula unchanged.
-  explicit HostLinks(const Call& call);
+  HostLinks(const Call& call, Partners partners);
 
   bool spans() const { return host_count_ > 1; }
 
@@ -41,9 +48,9 @@ class HostLinks {
   // Whether any message added crosses hosts.
   bool crossed() const { return crossed_; }
   // Seconds to move what was added, all of it in flight together: the busiest host link (the
-  // larger of what a host sends and receives across) at the model's cross-host beta, or the
-  // busiest rank's port (the larger of what it sends and receives, any peer) at beta,
-  // whichever is longer.
+  // larger of what a host sends and receives across) at the model's cross-host beta (divided by
+  // net_changing for Partners::kChanging), or the busiest rank's port (the larger of what it
+  // sends and receives, any peer) at beta, whichever is longer.
   double transfer(const CostModel& model) const;
   // `model` with its step latency the cross-host one when a message crossed: for latency().
   CostModel latency_model(const CostModel& model) const;
@@ -51,6 +58,7 @@ class HostLinks {
   double step(const CostModel& model) const { return latency_model(model).alpha + transfer(model); }
 
  private:
+  Partners partners_;
   int size_ = 0;
   int host_count_ = 1;
   std::vector<int> host_;  // host index of every rank

@@ -32,7 +32,7 @@ bool supports_any(const Call&) { return true; }
 // shift (this rank's counts stand for every rank's).
 double cost_alltoall(const Call& call, const CostModel& model) {
   double p = call.size;
-  HostLinks links(call);
+  HostLinks links(call, Partners::kChanging);
   if (links.spans()) {
     double total = 0;
     for (int k = 1; k < call.size; ++k) {

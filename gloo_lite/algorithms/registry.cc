@@ -23,6 +23,7 @@ const CostModel& CostModel::get() {
     m.net_alpha = knob_double("GLOO_LITE_NET_ALPHA_US") * 1e-6;
     double net_gbps = knob_double("GLOO_LITE_NET_BETA_GBPS");
     m.net_beta = net_gbps > 0 ? 1.0 / (net_gbps * 1e9) : 0;
+    m.net_changing = knob_double("GLOO_LITE_NET_CHANGING");
     return m;
   }();
   return model;

@@ -39,12 +39,17 @@ struct CostModel {
   // model as it was before it knew the network). host_links.h counts what crosses.
   double net_alpha = 0;
   double net_beta = 0;
+  // The fraction of a host link's rate that algorithms reach whose ranks send to another peer
+  // in each step or to every peer at once (Partners::kChanging in host_links.h), against the
+  // same neighbours every step: measured, not derived (GLOO_LITE_NET_CHANGING).
+  double net_changing = 1;
   double cross_alpha() const { return net_alpha > 0 ? net_alpha : alpha; }
   double cross_beta() const { return net_beta > 0 ? net_beta : beta; }
 
   // From GLOO_LITE_ALPHA_US, GLOO_LITE_BETA_GBPS, GLOO_LITE_GAMMA_GBPS, GLOO_LITE_OVERHEAD_US,
-  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US, GLOO_LITE_NET_ALPHA_US
-  // and GLOO_LITE_NET_BETA_GBPS (0: net_beta stays 0, for the context's probe to fill).
+  // GLOO_LITE_SHM_ALPHA_US, GLOO_LITE_SHM_BETA_GBPS, GLOO_LITE_WAIT_US, GLOO_LITE_NET_ALPHA_US,
+  // GLOO_LITE_NET_BETA_GBPS (0: net_beta stays 0, for the context's probe to fill) and
+  // GLOO_LITE_NET_CHANGING.
   static const CostModel& get();
   // get() with the network figure of `call`'s context where the knob leaves it to the probe
   // (Context::network_beta, agreed by every rank): the model auto ranks `call` with.

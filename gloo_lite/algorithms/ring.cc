@@ -178,7 +178,7 @@ void ring_loop(const Call& call, const RingPlan& plan) {
 // to the next, and the ring's edges that leave a host share its link (one per host on a ring
 // laid out host by host, whatever the ranks per host): steps * links.step().
 HostLinks loop_links(const Call& call, double block) {
-  HostLinks links(call);
+  HostLinks links(call, Partners::kFixed);
   links.every_rank([&](int r) { return std::make_pair((r + 1) % call.size, block); });
   return links;
 }
@@ -258,7 +258,7 @@ double broadcast_cost(const Call& call, const CostModel& m) {
   // chunks are out, so back-to-back broadcasts overlap one's fill with the previous one's
   // drain (measured, 2,2,1 at 200 Mbit/s, 1 MiB, one chunk: 47.6 ms, 1.13x one chunk's time
   // on a link, where charging the fill's two crossing hops predicts 2x).
-  HostLinks links(call);
+  HostLinks links(call, Partners::kFixed);
   int last = mod(call.root - 1, call.size);
   links.every_rank(
       [&](int r) { return std::make_pair(r == last ? -1 : (r + 1) % call.size, chunk); });

@@ -318,7 +318,7 @@ double total_bytes(const Call& call) { return static_cast<double>(call.total_byt
 // gather); nullopt on one host.
 template <typename Edge>
 std::optional<double> across(const Call& call, const CostModel& model, double steps, Edge edge) {
-  HostLinks links(call);
+  HostLinks links(call, Partners::kFixed);
   if (!links.spans()) return std::nullopt;
   for (int rank = 0; rank < call.size; ++rank) {
     BinomialTree tree(call.size, call.root, rank);

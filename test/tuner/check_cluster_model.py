@@ -18,8 +18,11 @@ failures = []
 ALPHA, BETA, GAMMA, WAIT = 30e-6, 1 / 1.5e9, 1 / 20e9, 10e-6
 NET_ALPHA, NET_GBIT = 100e-6, 0.2
 NET_BETA = 8 / (NET_GBIT * 1e9)
+# The link's rate reached by algorithms that change partners each step (or send to all at once).
+CHANGING = 0.5
 ENV = dict(os.environ, GLOO_LITE_ALPHA_US="30", GLOO_LITE_BETA_GBPS="1.5",
-           GLOO_LITE_GAMMA_GBPS="20", GLOO_LITE_WAIT_US="10", GLOO_LITE_OVERHEAD_US="35")
+           GLOO_LITE_GAMMA_GBPS="20", GLOO_LITE_WAIT_US="10", GLOO_LITE_OVERHEAD_US="35",
+           GLOO_LITE_NET_CHANGING=str(CHANGING))
 for knob in ("GLOO_LITE_NET_ALPHA_US", "GLOO_LITE_NET_BETA_GBPS", "GLOO_LITE_ALGO"):
     ENV.pop(knob, None)
 
@@ -51,10 +54,10 @@ def host_list(hosts):
     return [h for h, ranks in enumerate(layout) for _ in range(ranks)]
 
 
-def transfer(host, messages):
+def transfer(host, messages, changing=False):
     """Seconds to move `messages` [(from, to, bytes)] in flight together, and whether any
-    crosses hosts: the busiest host link (out or in) at the network's beta, or the busiest
-    rank's port at beta."""
+    crosses hosts: the busiest host link (out or in) at the network's beta (at CHANGING of its
+    rate for algorithms that change partners), or the busiest rank's port at beta."""
     link_out, link_in, port_out, port_in = {}, {}, {}, {}
     crossed = False
     for src, dst, size in messages:
@@ -66,14 +69,14 @@ def transfer(host, messages):
             link_in[host[dst]] = link_in.get(host[dst], 0) + size
     link = max(list(link_out.values()) + list(link_in.values()) + [0])
     port = max(list(port_out.values()) + list(port_in.values()) + [0])
-    return max(link * NET_BETA, port * BETA), crossed
+    return max(link * NET_BETA / (CHANGING if changing else 1), port * BETA), crossed
 
 
-def steps(host, schedule):
+def steps(host, schedule, changing=False):
     """A schedule of dependent steps, each a message list: the steps' times summed."""
     total = 0
     for messages in schedule:
-        seconds, crossed = transfer(host, messages)
+        seconds, crossed = transfer(host, messages, changing)
         total += (NET_ALPHA if crossed else ALPHA) + seconds
     return total
 
@@ -93,13 +96,14 @@ def bruck_allgather(host, total):
     while d < p:
         schedule.append([(r, (r - d) % p, min(d, p - d) * blk) for r in range(p)])
         d *= 2
-    return steps(host, schedule)
+    return steps(host, schedule, changing=True)
 
 
 def direct_allgather(host, total):
     # Every message posted at once: P-1 steps on a port, one of them waited for.
     p, blk = len(host), block_bytes(total, len(host))
-    seconds, _ = transfer(host, [(r, q, blk) for r in range(p) for q in range(p) if q != r])
+    seconds, _ = transfer(host, [(r, q, blk) for r in range(p) for q in range(p) if q != r],
+                          changing=True)
     return (p - 2) * (NET_ALPHA - WAIT) + NET_ALPHA + seconds
 
 
@@ -112,7 +116,7 @@ def ring_allreduce(host, n):
 def halving_doubling_allreduce(host, n):
     p = len(host)  # a power of two here: no fold
     halving = [[(r, r ^ d, n * d / p) for r in range(p)] for d in (p // 2, p // 4, p // 8) if d]
-    return steps(host, halving + halving[::-1]) + (p - 1) / p * n * GAMMA
+    return steps(host, halving + halving[::-1], changing=True) + (p - 1) / p * n * GAMMA
 
 
 def near(a, b):
