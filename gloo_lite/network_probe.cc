@@ -66,8 +66,11 @@ double measure_network_beta(Context& context) {
   try {
     // The first exchange warms the path up: it empties a shaper's burst allowance (tc tbf's
     // bucket lets its first 256 KiB through at once, the simulated cluster's) and opens TCP's
-    // congestion window; only the second, begun at once after it, is timed.
+    // congestion window. A barrier then lines the ranks up, so that no leader's clock runs
+    // while its sender is still finishing the warm-up (that skew made the figure 0.74 of a
+    // 200 Mbit/s link); only the second exchange is timed.
     alltoallv(context, out.data(), send, in.data(), recv, DataType::kUint8, direct);
+    barrier(context, direct);
     auto start = std::chrono::steady_clock::now();
     alltoallv(context, out.data(), send, in.data(), recv, DataType::kUint8, direct);
     double seconds =

@@ -85,8 +85,9 @@ TEST(NetworkProbe, SpanningContextAgreesOnOneFigure) {
       EXPECT_EQ(std::memcmp(&other, &beta, sizeof beta), 0)
           << "rank " << context.rank() << ": " << beta << " against " << other;
     }
-    // Two exchanges and the allreduce that agrees on the slowest, on the probe's own stream.
-    EXPECT_EQ(probe_calls(context), 3u);
+    // Two exchanges, the barrier between them and the allreduce that agrees on the slowest,
+    // on the probe's own stream.
+    EXPECT_EQ(probe_calls(context), 4u);
     EXPECT_EQ(model_beta(context), beta);
   });
 }
