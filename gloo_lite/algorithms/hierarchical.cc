@@ -101,8 +101,20 @@ bool supports(const Call& call) {
   return !blocks || layout.contiguous;
 }
 
-// The cheapest message algorithm for a phase (never shm or hierarchical, which need hosts).
-const Algorithm& message_algorithm(const Call& phase, double* estimated = nullptr) {
+// The model a network phase is chosen under: `model` with each host link shared by `sharing`
+// such phases at once (the K lanes of a host each send through the same link, so each gets
+// 1/K of its rate; one leader per host has it whole).
+CostModel shared_links(const CostModel& model, int sharing) {
+  CostModel shared = model;
+  shared.net_beta = model.cross_beta() * std::max(sharing, 1);
+  return shared;
+}
+
+// The cheapest message algorithm for a phase (never shm or hierarchical, which need hosts)
+// under `model`: the estimate's and the run's must be the same, so both pass the call's
+// (CostModel::for_call: the context's network figure in it).
+const Algorithm& message_algorithm(const Call& phase, const CostModel& model,
+                                   double* estimated = nullptr) {
   const Algorithm* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const Algorithm& algorithm : all_algorithms()) {
@@ -110,7 +122,7 @@ const Algorithm& message_algorithm(const Call& phase, double* estimated = nullpt
         std::strcmp(algorithm.name, kName) == 0 || !algorithm.supports(phase)) {
       continue;
     }
-    double cost = estimate(algorithm, phase, CostModel::get());
+    double cost = estimate(algorithm, phase, model);
     if (cost < best_cost * (1 - 1e-9)) {
       best_cost = cost;
       best = &algorithm;
@@ -184,12 +196,15 @@ class Phases {
     HostSegment* segment =
         call_.context->host_segment(phase, shm_chunk_bytes(), group, layout_.mine());
     if (segment == nullptr) {
-      message_algorithm(phase).run(phase);
+      message_algorithm(phase, CostModel::for_call(call_)).run(phase);
       return;
     }
     run_in_segment(phase, *segment, call_.rank, run_shm_steps);
   }
-  void run_on_leaders(const Call& phase) const { message_algorithm(phase).run(phase); }
+  // A phase among one rank per host: the leaders, or one of `sharing` lanes that run at once.
+  void run_on_leaders(const Call& phase, int sharing = 1) const {
+    message_algorithm(phase, shared_links(CostModel::for_call(call_), sharing)).run(phase);
+  }
 
  private:
   std::vector<int> leaders_for(int root) const {
@@ -332,7 +347,7 @@ void run_allreduce(const Call& call) {
     Call allreduce = phases.on_lane(mesh, Collective::kAllreduce, 0);
     allreduce.count = lanes.mine;
     set_buffers(allreduce, slice.data, slice.memory.get(), slice.data, slice.memory.get());
-    phases.run_on_leaders(allreduce);
+    phases.run_on_leaders(allreduce, lanes.count);
   }
   if (local) {
     Call allgather = phases.on_host(Collective::kAllgather, 0);
@@ -352,7 +367,7 @@ void run_broadcast(const Call& call) {
   const Layout& layout = phases.layout();
   const int root_host = place_of(layout, call.root).first;
   const bool local = phases.local_size() > 1;
-  if (broadcast_in_lanes(call, layout, CostModel::get())) {
+  if (broadcast_in_lanes(call, layout, CostModel::for_call(call))) {
     Lanes lanes(layout, call.count);
     Region slice(call, call.output + call.bytes(lanes.first), lanes.mine);
     if (local && layout.host == root_host) {
@@ -365,7 +380,7 @@ void run_broadcast(const Call& call) {
       Call broadcast = phases.on_lane(mesh, Collective::kBroadcast, root_host);
       broadcast.count = lanes.mine;
       set_buffers(broadcast, slice.data, slice.memory.get(), slice.data, slice.memory.get());
-      phases.run_on_leaders(broadcast);
+      phases.run_on_leaders(broadcast, lanes.count);
     }
     if (local && layout.host != root_host) {
       Call allgather = phases.on_host(Collective::kAllgather, 0);
@@ -453,7 +468,7 @@ void run_allgather(const Call& call) {
     set_blocks(allgather, lanes.runs_in_slice(call, layout));
     Region slice(call, call.output + call.bytes(lanes.first), lanes.mine);
     set_buffers(allgather, slice.data, slice.memory.get(), slice.data, slice.memory.get());
-    phases.run_on_leaders(allgather);
+    phases.run_on_leaders(allgather, lanes.count);
   }
   if (local) {
     Call allgather = phases.on_host(Collective::kAllgather, 0);
@@ -498,7 +513,7 @@ void run_reduce_scatter(const Call& call) {
     } else {
       set_buffers(reduce_scatter, call.input, call.input_memory, out.data, out.memory.get());
     }
-    phases.run_on_leaders(reduce_scatter);
+    phases.run_on_leaders(reduce_scatter, lanes.count);
   }
   if (local) {
     Region whole(call, run, part);
@@ -547,11 +562,11 @@ class PhaseCosts {
   double on_host(Collective collective, size_t count) const {
     return shm_cost(shape(call_, collective, static_cast<int>(layout_.widest), count), model_);
   }
-  // A network phase among one rank per host (a lane, or the leaders).
-  double on_network(Collective collective, size_t count) const {
+  // A network phase among one rank per host: the leaders, or a lane of `sharing` at once.
+  double on_network(Collective collective, size_t count, int sharing = 1) const {
     Call phase = shape(call_, collective, hosts(), count);
     phase.hosts = &layout_.names;
-    return best(phase);
+    return best(phase, sharing);
   }
   // A lane's phase of allgather or reduce_scatter: 1/K of each host's run of blocks.
   double on_lane_runs(Collective collective) const {
@@ -561,7 +576,7 @@ class PhaseCosts {
     for (int h = 0; h < hosts(); ++h)
       runs.push_back(host_range(call_, layout_, h).second / lanes());
     set_blocks(phase, std::move(runs));
-    return best(phase);
+    return best(phase, static_cast<int>(lanes()));
   }
   size_t elements() const { return call_.total_bytes() / call_.element; }
   size_t lanes() const { return layout_.narrowest; }
@@ -573,15 +588,15 @@ class PhaseCosts {
   double broadcast_in_lanes() const {
     if (lanes() < 2) return std::numeric_limits<double>::infinity();
     return on_host(Collective::kBroadcast, elements()) +
-           on_network(Collective::kBroadcast, elements() / lanes()) +
+           on_network(Collective::kBroadcast, elements() / lanes(), static_cast<int>(lanes())) +
            on_host(Collective::kAllgather, elements());
   }
 
  private:
   int hosts() const { return static_cast<int>(layout_.hosts.size()); }
-  static double best(const Call& phase) {
+  double best(const Call& phase, int sharing) const {
     double estimated = 0;
-    message_algorithm(phase, &estimated);
+    message_algorithm(phase, shared_links(model_, sharing), &estimated);
     return estimated;
   }
 
@@ -605,7 +620,8 @@ double cost(const Call& call, const CostModel& model) {
   switch (call.collective) {
     case Collective::kAllreduce:
       return costs.on_host(Collective::kReduceScatter, n) +
-             costs.on_network(Collective::kAllreduce, n / costs.lanes()) +
+             costs.on_network(Collective::kAllreduce, n / costs.lanes(),
+                              static_cast<int>(costs.lanes())) +
              costs.on_host(Collective::kAllgather, n);
     case Collective::kBroadcast:
       return std::min(costs.broadcast_by_leaders(), costs.broadcast_in_lanes());
