@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <sstream>
@@ -132,6 +133,48 @@ std::string missing_ranks_in(Store& store, const std::vector<std::string>& keys,
            " peers checked; maybe more)";
   }
   return out;
+}
+
+// The cross-host figure this rank brings to creation, seconds per byte, 0 for none (the probe
+// then measures it): GLOO_LITE_NET_BETA_GBPS, which the cost model prefers, else the creator's
+// (ContextOptions::network_beta, a split's parent). Its bits travel in the connect record.
+uint64_t given_network_beta_bits(const ContextOptions& options) {
+  double beta = algo::CostModel::get().net_beta;
+  if (beta == 0 && options.network_beta > 0) beta = options.network_beta;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &beta, sizeof bits);
+  return bits;
+}
+
+// Throws InvalidArgument naming the groups of ranks that bring different figures (bits per
+// rank, from the records): every rank derives the same groups, so all fail alike, before the
+// mesh connects and well before the probe would wait on the ranks that skip it.
+void require_one_network_beta(int rank, const std::vector<uint64_t>& bits) {
+  std::map<uint64_t, std::vector<int>> groups;
+  for (int r = 0; r < static_cast<int>(bits.size()); ++r) groups[bits[r]].push_back(r);
+  if (groups.size() < 2) return;
+  std::string text;
+  for (const auto& [value, ranks] : groups) {
+    double beta = 0;
+    std::memcpy(&beta, &value, sizeof beta);
+    std::string list;
+    for (size_t i = 0; i < ranks.size() && i < 8; ++i) {
+      list += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+    }
+    if (ranks.size() > 8) list += " and " + std::to_string(ranks.size() - 8) + " more";
+    std::ostringstream figure;
+    if (beta > 0) {
+      figure << 1 / (beta * 1e9) << " GB/s";
+    } else {
+      figure << "none (the probe measures it)";
+    }
+    text += (text.empty() ? "" : "; ") + std::string(ranks.size() > 1 ? "ranks " : "rank ") + list +
+            ": " + figure.str();
+  }
+  throw InvalidArgument("rank " + std::to_string(rank) + " of " + std::to_string(bits.size()) +
+                        ": the ranks of a context that spans hosts disagree on the network figure "
+                        "(GLOO_LITE_NET_BETA_GBPS, else ContextOptions::network_beta): " +
+                        text + ". Set GLOO_LITE_NET_BETA_GBPS alike on every rank, or on none");
 }
 
 }  // namespace
@@ -461,15 +504,22 @@ void Context::connect_to_peers(const std::string& record, const Deadline& deadli
   std::vector<std::string> addresses(size_);
   std::vector<std::string> hosts(size_);
   std::vector<std::string> masks(size_);
+  std::vector<uint64_t> betas(size_, 0);
   std::istringstream mine(record);
   uint64_t context_id = 0;
-  mine >> context_id >> addresses[rank_] >> hosts[rank_] >> masks[rank_];
+  mine >> context_id >> addresses[rank_] >> hosts[rank_] >> masks[rank_] >> betas[rank_];
   for (size_t i = 0; i < values.size(); ++i) {
     int peer = static_cast<int>(i) + (static_cast<int>(i) >= rank_ ? 1 : 0);
     std::istringstream theirs(to_string(values[i]));
     uint64_t id = 0;
-    theirs >> id >> addresses[peer] >> hosts[peer] >> masks[peer];
+    theirs >> id >> addresses[peer] >> hosts[peer] >> masks[peer] >> betas[peer];
     if (peer == 0) context_id = id;
+  }
+  // Whether the probe runs, and the figure the tuner ranks with, must be one for all ranks:
+  // on one host no figure is used, across hosts differing ones fail here.
+  if (std::any_of(hosts.begin(), hosts.end(),
+                  [&](const std::string& host) { return host != hosts.front(); })) {
+    require_one_network_beta(rank_, betas);
   }
   context_id_ = context_id;
   ranks_per_core_ = busiest_host_load(hosts, masks);
@@ -489,11 +539,12 @@ void Context::connect() {
   // from a read it makes anyway: one set and P-1 gets per rank.
   uint64_t context_id = rank_ == 0 ? random_context_id() : 0;
   // The host and CPU mask ride along too, so that every rank derives the same host load for
-  // the tuner (ranks_per_core) from the same P records.
+  // the tuner (ranks_per_core) from the same P records; so does the network figure this rank
+  // was given, which all ranks must share (require_one_network_beta).
   const std::string host = host_identity();
   const std::string cpus = usable_cpu_mask();
-  const std::string record =
-      std::to_string(context_id) + " " + mesh_->address() + " " + host + " " + cpus;
+  const std::string record = std::to_string(context_id) + " " + mesh_->address() + " " + host +
+                             " " + cpus + " " + std::to_string(given_network_beta_bits(options_));
   try {
     connect_to_peers(record, deadline);
   } catch (const InvalidArgument&) {

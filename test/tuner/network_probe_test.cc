@@ -120,5 +120,62 @@ TEST(NetworkProbe, SplitTakesItsParentsFigure) {
   });
 }
 
+// Ranks 0, 1 of host a set the knob, ranks 2, 3 of host b do not: every rank fails at creation
+// with an error naming both groups, well before the probe's timeout (the ranks without the
+// knob would otherwise wait in its exchange for ranks that skipped it).
+TEST(NetworkProbe, RanksThatDisagreeOnTheKnobFailAtCreation) {
+  TempDir directory;
+  const std::vector<std::string> hosts = {"a", "a", "b", "b"};
+  expect_all_ok(run_processes(
+      4,
+      [&](int rank) {
+        setenv("GLOO_LITE_HOST_ID", ("probe-" + hosts[rank]).c_str(), 1);
+        setenv("GLOO_LITE_HOSTNAME", "127.0.0.1", 1);
+        unsetenv("GLOO_LITE_TRANSPORT");
+        if (rank < 2) {
+          setenv("GLOO_LITE_NET_BETA_GBPS", "0.025", 1);
+        } else {
+          unsetenv("GLOO_LITE_NET_BETA_GBPS");
+        }
+        ContextOptions options;
+        options.timeout = seconds(30);
+        const auto began = std::chrono::steady_clock::now();
+        try {
+          Context::create(make_file_store(directory.path()), rank, 4, create_device_from_env(),
+                          options);
+          ADD_FAILURE() << "rank " << rank << ": created a context with disagreeing knobs";
+        } catch (const InvalidArgument& e) {
+          const std::string what = e.what();
+          EXPECT_NE(what.find("GLOO_LITE_NET_BETA_GBPS"), std::string::npos) << what;
+          EXPECT_NE(what.find("ranks 0, 1: 0.025 GB/s"), std::string::npos) << what;
+          EXPECT_NE(what.find("ranks 2, 3: none"), std::string::npos) << what;
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(15)) << "rank " << rank;
+      },
+      seconds(120)));
+}
+
+// On one host no network figure is used: ranks may differ in the knob.
+TEST(NetworkProbe, OneHostIgnoresADisagreeingKnob) {
+  TempDir directory;
+  expect_all_ok(run_processes(
+      2,
+      [&](int rank) {
+        setenv("GLOO_LITE_HOST_ID", "probe-a", 1);
+        setenv("GLOO_LITE_HOSTNAME", "127.0.0.1", 1);
+        unsetenv("GLOO_LITE_TRANSPORT");
+        if (rank == 0) {
+          setenv("GLOO_LITE_NET_BETA_GBPS", "0.025", 1);
+        } else {
+          unsetenv("GLOO_LITE_NET_BETA_GBPS");
+        }
+        auto context =
+            Context::create(make_file_store(directory.path()), rank, 2, create_device_from_env());
+        EXPECT_EQ(context->network_beta(), 0);
+        EXPECT_EQ(probe_calls(*context), 0u);
+      },
+      seconds(60)));
+}
+
 }  // namespace
 }  // namespace gloo_lite::test
