@@ -304,10 +304,14 @@ void TcpMesh::cancel_on_wire(const OpPtr& op, bool /*cleared*/, bool /*failing*/
 }
 
 void TcpMesh::detach(Pair& pair, const Op* only) {
+  // Frames before the first not begun (over TLS, maybe encrypted already) are never dropped.
+  size_t begun = static_cast<size_t>(pair.first_unbegun() - pair.out_.begin());
   for (auto it = pair.out_.begin(); it != pair.out_.end();) {
+    bool droppable = begun == 0;
+    if (begun > 0) --begun;
     if (!it->op || (only != nullptr && it->op.get() != only)) {
       ++it;
-    } else if (it->untouched()) {
+    } else if (droppable && it->untouched()) {
       it = pair.out_.erase(it);
     } else {
       // Half on the wire (a frame, or the first segments of a rendezvous payload): finish it
@@ -446,8 +450,8 @@ transport::AbortCause TcpMesh::queue_abort_frames(ErrorKind kind, const std::str
     pair->abort_queued_ = true;
     // The reason goes first: frames not yet begun are dropped (their operations fail below),
     // only a frame already partly on the wire must be finished before it.
-    auto begun = pair->out_.begin();
-    if (begun != pair->out_.end() && begun->written > 0) ++begun;
+    // Over TLS, frames the channel encrypted already count as begun (Pair::first_unbegun).
+    auto begun = pair->first_unbegun();
     for (auto it = begun; it != pair->out_.end(); ++it) {
       if (it->op) fail_op(it->op, kind, message);
     }

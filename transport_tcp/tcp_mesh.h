@@ -65,8 +65,7 @@ struct OutFrame {
 
   size_t segment_total() const { return wire::kHeaderBytes + segment; }
   bool last_segment() const { return sent + segment == payload_bytes; }
-  // Nothing of it is on the wire yet: it may still be dropped without breaking the framing
-  // or leaving the receiver short of bytes.
+  // Nothing of it is on the wire yet (over TLS, see also Pair::first_unbegun).
   bool untouched() const { return sent == 0 && written == 0; }
 };
 
@@ -99,6 +98,11 @@ class Pair : public EventHandler {
 
   // Outgoing.
   std::deque<OutFrame> out_;
+  // The first frame of out_ of which nothing has been written or committed: frames before it
+  // must go out as they are (never passed, dropped or changed). Over TLS that includes the
+  // frames whose bytes the channel encrypted but the socket has not taken yet (they are
+  // offered again from the same front, tls::Channel::send).
+  std::deque<OutFrame>::iterator first_unbegun();
 
   // Incoming: staging buffer for headers and small payloads; large payloads bypass it.
   std::vector<uint8_t> stage_;

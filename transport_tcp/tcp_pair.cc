@@ -28,6 +28,22 @@ void Pair::on_events(uint32_t events) {
   if (open_ && (events & EPOLLOUT)) mesh_->write_pair(*this);
 }
 
+std::deque<OutFrame>::iterator Pair::first_unbegun() {
+  auto it = out_.begin();
+  if (it != out_.end() && it->written > 0) ++it;
+  // Encrypted bytes not yet taken cover the frames from the front's written bytes on.
+  size_t committed = tls_ ? tls_->unreported() : 0;
+  if (committed > 0 && it != out_.begin()) {
+    size_t left = out_.front().segment_total() - out_.front().written;
+    committed -= std::min(committed, left);
+  }
+  while (committed > 0 && it != out_.end()) {
+    committed -= std::min(committed, it->segment_total() - it->written);
+    ++it;
+  }
+  return it;
+}
+
 void TcpMesh::update_interest(Pair& pair) {
   if (!pair.open_) return;
   // A parked pair with something to write, or held back, goes back to the loop: nobody polls it.

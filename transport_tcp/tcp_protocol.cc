@@ -238,9 +238,14 @@ void TcpMesh::queue_frame(Pair& pair, OutFrame frame) {
   bool idle = pair.out_.empty();
   auto at = pair.out_.end();
   if (frame.lane > Lane::kPayload) {
+    // Only frames not begun may be passed: over TLS not even those the channel has encrypted
+    // and the socket not yet taken (Pair::first_unbegun).
+    auto unbegun = pair.first_unbegun();
+    bool passable = unbegun == pair.out_.begin();
     for (auto it = pair.out_.begin(); it != pair.out_.end(); ++it) {
+      if (it == unbegun) passable = true;
       if (it->lane == Lane::kLast) break;  // nothing passes a goodbye or an abort
-      if (it->lane < frame.lane && it->written == 0) {
+      if (passable && it->lane < frame.lane) {
         at = it;
         break;
       }

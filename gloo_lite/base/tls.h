@@ -77,6 +77,9 @@ class Channel {
   // front (what a send queue that only grows at its back does anyway): the channel may have
   // encrypted them already and skips them.
   ssize_t send(const iovec* iov, int count);
+  // The caller's bytes encrypted and not yet reported as sent: the front of the next offer,
+  // which the caller may no longer change (nothing may be inserted into or dropped from it).
+  size_t unreported() const { return unreported_; }
   // Whether decrypted or received bytes wait inside the channel: epoll will not report them.
   bool buffered() const;
 
