@@ -336,10 +336,12 @@ void TcpMesh::fail_pair(Pair& pair, ErrorKind kind, const std::string& message) 
   pair.failure_ = {kind, message};
   // Give queued control frames (a mismatch notice) one chance to leave before the close.
   if (!pair.out_.empty() && pair.out_.front().written == 0 && !pair.out_.front().op) {
+    // Its current segment only, from where it starts (a payload paused between segments has
+    // `sent` bytes out already and its header says so); other frames are one segment.
     OutFrame& frame = pair.out_.front();
     iovec iov[2] = {{frame.header, wire::kHeaderBytes},
-                    {const_cast<uint8_t*>(frame.payload), frame.payload_bytes}};
-    ssize_t ignored = pair_send(pair, iov, frame.payload_bytes ? 2 : 1);
+                    {const_cast<uint8_t*>(frame.payload) + frame.sent, frame.segment}};
+    ssize_t ignored = pair_send(pair, iov, frame.segment ? 2 : 1);
     (void)ignored;
   }
   // Out of the loop's set: a shut-down socket reports EPOLLHUP whatever the mask, and the loop
