@@ -450,6 +450,7 @@ transport::AbortCause TcpMesh::queue_abort_frames(ErrorKind kind, const std::str
   for (auto& pair : pairs_) {
     if (!pair || !pair->open_ || pair->abort_queued_) continue;
     pair->abort_queued_ = true;
+    pair->abort_failure_ = {kind, message};
     // The reason goes first: frames not yet begun are dropped (their operations fail below),
     // only a frame already partly on the wire must be finished before it.
     // Over TLS, frames the channel encrypted already count as begun (Pair::first_unbegun).

@@ -86,6 +86,7 @@ class Pair : public EventHandler {
 
   TcpMesh* mesh_;
   bool abort_queued_ = false;  // the first abort's reason is the one the peer must read
+  Failure abort_failure_;      // with it: what a payload cut off before the abort fails with
   int peer_;
   Fd fd_;
   std::unique_ptr<tls::Channel> tls_;  // with TLS configured, every byte goes through it
@@ -178,7 +179,7 @@ class TcpMesh : public transport::MatchingMesh {
   // Encodes the header of a payload's next segment (tcp_pair.cc).
   void begin_segment(OutFrame& frame) const;
   // A payload finished a segment: it goes behind the frames of higher lanes queued behind it
-  // meanwhile (tcp_pair.cc).
+  // meanwhile, or, once an abort is queued, stops there and its send fails (tcp_pair.cc).
   void requeue_after_segment(Pair& pair);
   // Re-reads the pairs that stopped reading while the unexpected queue was full.
   void resume_held_messages() override;

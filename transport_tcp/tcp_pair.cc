@@ -247,6 +247,13 @@ void TcpMesh::begin_segment(OutFrame& frame) const {
 void TcpMesh::requeue_after_segment(Pair& pair) {
   OutFrame frame = std::move(pair.out_.front());
   pair.out_.pop_front();
+  if (pair.abort_queued_) {
+    // An abort waits behind it: the rest of the payload (seconds of a slow link) would go
+    // first and the reason might never leave. The receiver is at a frame boundary and reads
+    // the abort next; the send fails with it.
+    if (frame.op) fail_op(frame.op, pair.abort_failure_);
+    return;
+  }
   frame.sent += frame.segment;
   begin_segment(frame);
   auto behind = pair.out_.begin();
