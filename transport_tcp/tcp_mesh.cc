@@ -311,12 +311,13 @@ void TcpMesh::detach(Pair& pair, const Op* only) {
     if (begun > 0) --begun;
     if (!it->op || (only != nullptr && it->op.get() != only)) {
       ++it;
-    } else if (droppable && it->untouched()) {
-      it = pair.out_.erase(it);
+    } else if (droppable && it->untouched() && it->lane != Lane::kPayload) {
+      it = pair.out_.erase(it);  // an eager message nobody has seen
     } else {
-      // Half on the wire (a frame, or the first segments of a rendezvous payload): finish it
-      // from a copy, so the stream stays framed, the receiver gets every byte it cleared, and
-      // the caller's buffer is free.
+      // Half on the wire (a frame, or the first segments of a rendezvous payload), or a payload
+      // the receiver cleared (it waits for every byte, begun or not): finish it from a copy, so
+      // the stream stays framed, the receiver gets every byte it cleared, and the caller's
+      // buffer is free.
       it->owned.assign(it->payload, it->payload + it->payload_bytes);
       it->payload = it->owned.data();
       it->op = nullptr;
