@@ -2,10 +2,14 @@
 // to a real rank 0 (a TCP mesh), so that it can leave its socket unread, write frames in any
 // order and segment size, and check what rank 0 puts on the wire and in what order.
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -26,8 +30,33 @@ bool on_shm() {
   return transport != nullptr && std::string(transport) == "shm";
 }
 
+// Sets an environment variable until destruction, then restores what it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Socket buffers of a fixed, small size on both ends: "the socket is full" is a state the tests
+// reach after a known, small amount of data, whatever the kernel's autotuning would do.
+constexpr int kSocketBuffer = 128 << 10;
+
 // Rank 0 of two, a real TCP mesh, and rank 1 played by hand on a blocking socket.
 struct FakePeer {
+  ScopedEnv socket_buffer{"GLOO_LITE_TCP_SOCKET_BUFFER", std::to_string(kSocketBuffer).c_str()};
   std::shared_ptr<transport::Device> device = loopback_device();
   std::unique_ptr<transport::Mesh> mesh;
   Fd fd;
@@ -41,6 +70,8 @@ struct FakePeer {
       mesh->connect({mesh->address(), "127.0.0.1:9"}, context_id, deadline);
     });
     fd = connect_tcp(SocketAddress::parse(mesh->address()), deadline, "fake rank 1");
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kSocketBuffer, sizeof(kSocketBuffer));
+    setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &kSocketBuffer, sizeof(kSocketBuffer));
     wire::Hello hello;
     hello.context_id = context_id;
     hello.src_rank = 1;
@@ -90,6 +121,34 @@ struct FakePeer {
     }
     return got;
   }
+  // Waits until rank 0 has filled this end's receive buffer: bytes wait unread in it and their
+  // count has stopped growing (rank 0 is blocked on a full socket). Returns that count.
+  size_t wait_until_socket_full() {
+    int last = -1;
+    int stable = 0;
+    while (!deadline.expired()) {
+      int waiting = 0;
+      ioctl(fd.get(), FIONREAD, &waiting);
+      stable = waiting > 0 && waiting == last ? stable + 1 : 0;
+      if (stable == 5) return static_cast<size_t>(waiting);
+      last = waiting;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "rank 0 never filled the socket";
+    return 0;
+  }
+  // Waits until what this end wrote has reached rank 0's socket (acknowledged by its kernel),
+  // then gives rank 0's event loop a moment to read it.
+  void wait_until_delivered() {
+    int unacked = 1;
+    while (!deadline.expired()) {
+      ioctl(fd.get(), SIOCOUTQ, &unacked);
+      if (unacked == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(unacked, 0) << "rank 0 never took what rank 1 wrote";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   static size_t segment_bytes() {
     return static_cast<size_t>(knob_int("GLOO_LITE_TCP_SEGMENT_BYTES"));
   }
@@ -129,13 +188,13 @@ TEST(Framing, ClearToSendOvertakesQueuedPayloadAndSegmentsReassemble) {
   clear.send_id = ready.send_id;
   clear.recv_id = 77;
   peer.put(clear);
-  usleep(300000);  // rank 0 writes until its socket is full
+  ASSERT_GT(peer.wait_until_socket_full(), 0u);  // the rest of the 64 MiB waits queued
   wire::FrameHeader mine = frame(FrameType::kReadyToSend);
   mine.tag = 2;
   mine.length = small;
   mine.send_id = 9;
   peer.put(mine);
-  usleep(200000);  // rank 0 matches it and queues its clear-to-send
+  peer.wait_until_delivered();  // rank 0 matches it and queues its clear-to-send
 
   std::vector<uint8_t> got(big);
   size_t received = 0;
@@ -152,6 +211,7 @@ TEST(Framing, ClearToSendOvertakesQueuedPayloadAndSegmentsReassemble) {
   ASSERT_EQ(answer.type, FrameType::kClearToSend);
   EXPECT_EQ(answer.send_id, 9u);
   // What was already in the socket buffers and one segment may go first, not the message.
+  EXPECT_GT(received, 0u) << "no payload was queued: nothing for the clear-to-send to pass";
   EXPECT_LT(received, big / 2) << "the clear-to-send waited behind the queued payload";
   EXPECT_EQ(peer.get_data(77, got.data(), received, big), big);
   EXPECT_TRUE(got == out) << "payload segments reassembled wrong";
@@ -197,13 +257,13 @@ TEST(Framing, ClearToSendOvertakesQueuedEagerMessagesWhichKeepTheirOrder) {
   std::vector<uint8_t> in(bytes);
   auto in_memory = peer.mesh->register_memory(in.data(), bytes);
   requests.push_back(peer.mesh->recv(1, 2, *in_memory, 0, bytes));
-  usleep(300000);  // rank 0 writes until its socket is full
+  ASSERT_GT(peer.wait_until_socket_full(), 0u);  // the other eager messages wait queued
   wire::FrameHeader mine = frame(FrameType::kReadyToSend);
   mine.tag = 2;
   mine.length = bytes;
   mine.send_id = 3;
   peer.put(mine);
-  usleep(200000);  // rank 0 matches it and queues its clear-to-send
+  peer.wait_until_delivered();  // rank 0 matches it and queues its clear-to-send
 
   int before = -1;
   uint32_t recv_id = 0;
@@ -223,6 +283,7 @@ TEST(Framing, ClearToSendOvertakesQueuedEagerMessagesWhichKeepTheirOrder) {
     ++i;
   }
   ASSERT_GE(before, 0) << "no clear-to-send";
+  EXPECT_GT(before, 0) << "no eager message was queued: nothing for the clear-to-send to pass";
   EXPECT_LT(before, count / 2) << "the clear-to-send waited behind the queued eager messages";
   std::vector<uint8_t> payload = make_pattern(1, 0, bytes, 4);
   wire::FrameHeader data = frame(FrameType::kData);
