@@ -6,6 +6,7 @@
 // their address, and the job goes on.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -300,6 +301,125 @@ Bytes hello_as_rank_one(uint64_t context_id) {
   Bytes bytes(tcp::wire::kHelloBytes);
   tcp::wire::encode_hello(hello, bytes.data());
   return bytes;
+}
+
+// Rank 0 over TLS (a real mesh) sends rendezvous payloads to a hand-played rank 1 that clears
+// them and stops reading, so that rank 0 blocks on a full socket, often with the next segment
+// encrypted by the channel but not yet taken by the socket; then rank 1 announces a message of
+// its own, and rank 0's clear-to-send must overtake the queued payload. The channel offers
+// again, from the same front, what it encrypted: a clear-to-send inserted ahead of those bytes
+// was counted sent but never went, and they went twice (the stream corrupt: a wrong header,
+// wrong data or a hang). Small segments make a stop at a segment's start likely; several
+// rounds make it near certain.
+TEST(Tls, ClearToSendOvertakesAPayloadTheChannelEncryptedAhead) {
+  TlsAs as("rank0");
+  const int buffer = 128 << 10;
+  ScopedEnv socket_buffer("GLOO_LITE_TCP_SOCKET_BUFFER", std::to_string(buffer).c_str());
+  ScopedEnv segment("GLOO_LITE_TCP_SEGMENT_BYTES", "16384");
+  const size_t segment_bytes = 16384;
+  auto deadline = Deadline::after(seconds(60));
+  auto device = tcp_loopback_device();
+  auto mesh = device->create_mesh(0, 2, transport::MeshOptions{});
+  const uint64_t context_id = 0x7150000000aa0001ull;
+  std::thread connector([&] {
+    mesh->connect({mesh->address(), "127.0.0.1:9"}, context_id, deadline);
+  });
+  Fd fd = connect_tcp(SocketAddress::parse(mesh->address()), deadline, "fake rank 1");
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+  auto context = tls::configured_context();
+  ASSERT_TRUE(context);
+  tls::Channel channel(*context, fd.get(), tls::Role::kClient, "rank 0");
+  channel.handshake(deadline, "fake rank 1");
+  Bytes hello = hello_as_rank_one(context_id);
+  channel.write_all(hello.data(), hello.size(), deadline, "fake rank 1: hello");
+  channel.read_all(hello.data(), hello.size(), deadline, "fake rank 1: hello-ack");
+  connector.join();
+  ASSERT_EQ(tcp::wire::decode_hello(hello.data()).kind, tcp::wire::kHelloAck);
+
+  namespace wire = tcp::wire;
+  auto put = [&](const wire::FrameHeader& header, const uint8_t* payload) {
+    uint8_t bytes[wire::kHeaderBytes];
+    wire::encode_header(header, bytes);
+    channel.write_all(bytes, sizeof(bytes), deadline, "fake rank 1: header");
+    if (payload != nullptr) channel.write_all(payload, header.length, deadline, "fake rank 1");
+  };
+  auto get = [&] {
+    uint8_t bytes[wire::kHeaderBytes];
+    channel.read_all(bytes, sizeof(bytes), deadline, "fake rank 1: header");
+    wire::FrameHeader header;
+    EXPECT_TRUE(wire::decode_header(bytes, &header)) << "a corrupt frame header";
+    return header;
+  };
+  for (uint32_t round = 0; round < 8; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const size_t big = 4 << 20;
+    const size_t small = 100000;
+    Bytes out = canary_payload(big);
+    for (size_t i = 0; i < big; i += 4093) out[i] = static_cast<uint8_t>(i / 4093 + round);
+    Bytes in(small);
+    auto out_memory = mesh->register_memory(out.data(), big);
+    auto in_memory = mesh->register_memory(in.data(), small);
+    auto send = mesh->send(1, 10 + round, *out_memory, 0, big);
+    auto recv = mesh->recv(1, 100 + round, *in_memory, 0, small);
+    wire::FrameHeader ready = get();
+    ASSERT_EQ(ready.type, wire::FrameType::kReadyToSend);
+    wire::FrameHeader clear;
+    clear.type = wire::FrameType::kClearToSend;
+    clear.send_id = ready.send_id;
+    clear.recv_id = 50 + round;
+    put(clear, nullptr);
+    // Until rank 0 is blocked on the full socket: bytes wait unread and stop growing.
+    int last = -1, stable = 0;
+    while (stable < 5 && !deadline.expired()) {
+      int waiting = 0;
+      ioctl(fd.get(), FIONREAD, &waiting);
+      stable = waiting > 0 && waiting == last ? stable + 1 : 0;
+      last = waiting;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    wire::FrameHeader mine;
+    mine.type = wire::FrameType::kReadyToSend;
+    mine.tag = 100 + round;
+    mine.length = small;
+    mine.send_id = 70 + round;
+    put(mine, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // rank 0 queues its answer
+
+    Bytes got(big);
+    size_t received = 0;
+    uint32_t cleared = 0;
+    bool answered = false;
+    size_t before_answer = 0;
+    while (received < big || !answered) {
+      wire::FrameHeader header = get();
+      if (header.type == wire::FrameType::kClearToSend) {
+        ASSERT_FALSE(answered) << "two clear-to-sends";
+        ASSERT_EQ(header.send_id, 70 + round);
+        cleared = header.recv_id;
+        answered = true;
+        before_answer = received;
+        continue;
+      }
+      ASSERT_EQ(header.type, wire::FrameType::kData) << "after " << received << " bytes";
+      ASSERT_EQ(header.recv_id, 50 + round);
+      ASSERT_EQ(header.sent, received) << "segments out of order or repeated";
+      ASSERT_LE(header.length, segment_bytes);
+      channel.read_all(got.data() + received, header.length, deadline, "fake rank 1: data");
+      received += header.length;
+    }
+    EXPECT_GT(before_answer, 0u) << "no payload was queued";
+    EXPECT_LT(before_answer, big / 2) << "the clear-to-send waited behind the queued payload";
+    EXPECT_TRUE(got == out) << "the payload arrived wrong";
+    Bytes mine_payload = canary_payload(small);
+    mine_payload[0] = static_cast<uint8_t>(round);
+    wire::FrameHeader data;
+    data.type = wire::FrameType::kData;
+    data.recv_id = cleared;
+    data.length = small;
+    put(data, mine_payload.data());
+    mesh->wait({send, recv}, deadline);
+    EXPECT_EQ(in, mine_payload);
+  }
 }
 
 TEST(Tls, TransportRefusesPeersWithoutTheCasCertificateAndTheJobGoesOn) {
