@@ -355,5 +355,92 @@ TEST(Framing, SendCancelledMidPayloadStillSendsEveryByte) {
   EXPECT_TRUE(got == expected);
 }
 
+// A send cancelled after its receiver cleared it but before any of its payload left (it waited
+// behind another payload on the same pair): it still goes, from a copy. Dropping it left the
+// receiver, which waits for every byte it cleared, waiting until its own timeout.
+TEST(Framing, SendCancelledBeforeItsPayloadBeganStillSendsEveryByte) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t first = 8 << 20, second = 1 << 20;
+  std::vector<uint8_t> a = make_pattern(0, 1, first, 6), b = make_pattern(0, 1, second, 7);
+  const std::vector<uint8_t> expected_b = b;
+  auto a_memory = peer.mesh->register_memory(a.data(), first);
+  auto b_memory = peer.mesh->register_memory(b.data(), second);
+  auto send_a = peer.mesh->send(1, 1, *a_memory, 0, first);
+  auto send_b = peer.mesh->send(1, 2, *b_memory, 0, second);
+  wire::FrameHeader ready_a = peer.get(), ready_b = peer.get();
+  ASSERT_EQ(ready_a.type, FrameType::kReadyToSend);
+  ASSERT_EQ(ready_b.type, FrameType::kReadyToSend);
+  ASSERT_EQ(ready_b.length, second);
+  wire::FrameHeader clear = frame(FrameType::kClearToSend);
+  clear.send_id = ready_a.send_id;
+  clear.recv_id = 1;
+  peer.put(clear);
+  ASSERT_GT(peer.wait_until_socket_full(), 0u);  // a's payload waits queued
+  clear.send_id = ready_b.send_id;
+  clear.recv_id = 2;
+  peer.put(clear);
+  peer.wait_until_delivered();  // b's payload is queued behind a's, untouched
+  EXPECT_THROW(peer.mesh->wait({send_b}, Deadline::after(std::chrono::milliseconds(100))),
+               TimeoutError);
+  std::fill(b.begin(), b.end(), 0);  // the caller's buffer is its own again
+  std::vector<uint8_t> got_a(first), got_b(second);
+  EXPECT_EQ(peer.get_data(1, got_a.data(), 0, first), first);
+  EXPECT_EQ(peer.get_data(2, got_b.data(), 0, second), second);
+  EXPECT_TRUE(got_a == a);
+  EXPECT_TRUE(got_b == expected_b);
+  peer.mesh->wait({send_a}, peer.deadline);
+}
+
+// An abort while a large payload is queued: the payload stops at the end of its current segment
+// and the abort's reason comes next. Before, every remaining segment went ahead of it (seconds
+// on a slow link), and the abort's 100 ms flush ran out with the reason still queued.
+TEST(Framing, AbortGoesAheadOfTheRestOfAQueuedPayload) {
+  if (on_shm()) GTEST_SKIP() << "TCP framing";
+  FakePeer peer;
+  const size_t big = 256 << 20;
+  std::vector<uint8_t> out(big, 0x5a);
+  auto out_memory = peer.mesh->register_memory(out.data(), big);
+  auto send = peer.mesh->send(1, 1, *out_memory, 0, big);
+  wire::FrameHeader ready = peer.get();
+  ASSERT_EQ(ready.type, FrameType::kReadyToSend);
+  wire::FrameHeader clear = frame(FrameType::kClearToSend);
+  clear.send_id = ready.send_id;
+  clear.recv_id = 8;
+  peer.put(clear);
+  ASSERT_GT(peer.wait_until_socket_full(), 0u);
+  // Rank 1 reads while rank 0 aborts (the abort waits up to 100 ms for its reason to leave).
+  size_t before_abort = 0;
+  std::string reason;
+  // ASSERTs inside return from the lambda only: its failures still fail the test.
+  auto read_until_abort = [&] {
+    std::vector<uint8_t> sink(FakePeer::segment_bytes());
+    while (true) {
+      wire::FrameHeader header = peer.get();
+      if (header.type == FrameType::kAbort) {
+        reason.resize(header.length);
+        peer.get_payload(reinterpret_cast<uint8_t*>(&reason[0]), header.length);
+        return;
+      }
+      ASSERT_EQ(header.type, FrameType::kData);
+      ASSERT_EQ(header.sent, before_abort);
+      peer.get_payload(sink.data(), header.length);
+      before_abort += header.length;
+    }
+  };
+  std::thread reader([&] {
+    try {
+      read_until_abort();
+    } catch (const Error& e) {
+      ADD_FAILURE() << "no abort frame: " << e.what();
+    }
+  });
+  peer.mesh->abort("test abort reason");
+  reader.join();
+  EXPECT_EQ(reason, "test abort reason");
+  EXPECT_LT(before_abort, big / 2) << "the abort waited behind the queued payload";
+  EXPECT_THROW(peer.mesh->wait({send}, peer.deadline), ConnectionError);
+}
+
 }  // namespace
 }  // namespace gloo_lite::test
