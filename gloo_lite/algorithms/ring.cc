@@ -141,12 +141,32 @@ void ring_loop(const Call& call, const RingPlan& plan) {
                      call.bytes(chunk.length));
   };
 
+  // Without partial sums the gather steps receive straight into the result, into blocks this
+  // rank sent from earlier (its own at the start, each received block one step later). The
+  // network's causality already orders them (the block comes back only after the peer read
+  // it), but nothing in this process does: a send a transport thread finishes may still read
+  // the block when the receive writes it. So a receive into a block waits for those sends
+  // first; they are long done, it costs no time (ThreadSanitizer saw the unordered pair).
+  std::vector<transport::RequestPtr> first_sends;
+  auto wait_sends_from_block = [&](int b, int before) {
+    if (partials) return;
+    if (send_block(0) == b) {
+      for (const auto& request : first_sends) step.wait(request);
+    }
+    for (int u = 0; u < before; ++u) {
+      if (recv_block(u) != b) continue;
+      for (const auto& request : sends_from[u]) step.wait(request);
+    }
+  };
   post_receives(0);
   for (const Range& chunk : chunks_of(call, plan.blocks[send_block(0)])) {
-    send_chunk(plan.own(send_block(0)), chunk);
+    first_sends.push_back(send_chunk(plan.own(send_block(0)), chunk));
   }
   for (int t = 0; t < steps; ++t) {
-    if (t + 1 < steps) post_receives(t + 1);
+    if (t + 1 < steps) {
+      if (t + 1 >= plan.reduce_steps) wait_sends_from_block(recv_block(t + 1), t + 1);
+      post_receives(t + 1);
+    }
     // A partial-sum slot is rewritten two steps later: its sends must have left by then.
     if (partials && t >= 2) {
       for (const auto& request : sends_from[t - 2]) step.wait(request);
