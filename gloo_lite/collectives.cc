@@ -164,9 +164,10 @@ struct Prepared {
 // algorithm (the tuner) costs about a third of an 8-byte shared-memory call, and its verdict
 // depends only on what the key holds. Every `supports` and `cost` reads the call's shape
 // (collective, type, op, root, counts) and what its context fixed at connect (size, ranks per
-// core, hosts, knobs) or at creation (its network figure, network_probe.h); the knobs and the cost model are read once per process. The context is
-// named by its address and its random id, so that a new context at a freed one's address does
-// not reuse its verdicts. A miss (or a throw) asks choose_algorithm as before.
+// core, hosts, knobs) or at creation (its network figure, network_probe.h); the knobs and the cost
+// model are read once per process. The context is named by its address and its random id, so that a
+// new context at a freed one's address does not reuse its verdicts. A miss (or a throw) asks
+// choose_algorithm as before.
 const algo::Algorithm& cached_choice(const Call& call, const std::string& requested) {
   struct Entry {
     const Context* context = nullptr;
