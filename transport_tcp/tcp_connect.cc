@@ -27,7 +27,8 @@ namespace {
 // Too many half-open strangers would exhaust descriptors: beyond this the oldest is dropped.
 constexpr size_t kMaxStrangers = 256;
 
-void tune_socket(int fd) {
+// Returns whether the connection leaves this host (the two ends' addresses differ).
+bool tune_socket(int fd) {
   set_nodelay(fd);
   int64_t buffer = knob_int("GLOO_LITE_TCP_SOCKET_BUFFER");
   if (buffer > 0) {
@@ -39,11 +40,13 @@ void tune_socket(int fd) {
   // on connections that leave this host. Between two ends on this host (one address) the
   // kernel moves bytes at memory speed, a frame behind megabytes waits a millisecond, and the
   // bound's extra wake-ups cost more (ping-pong 64 MiB: 24 -> 28 ms, docs/transport.md).
+  bool leaves_host = SocketAddress::local_of(fd).host() != SocketAddress::peer_of(fd).host();
   int64_t lowat = knob_int("GLOO_LITE_TCP_NOTSENT_LOWAT");
-  if (lowat > 0 && SocketAddress::local_of(fd).host() != SocketAddress::peer_of(fd).host()) {
+  if (lowat > 0 && leaves_host) {
     int bytes = static_cast<int>(lowat);
     setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));
   }
+  return leaves_host;
 }
 
 }  // namespace
@@ -96,7 +99,7 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
     pair.fd_ = handshake.take_fd();
     pair.tls_ = handshake.take_tls();
     set_nonblocking(pair.fd_.get(), true);
-    tune_socket(pair.fd_.get());
+    pair.leaves_host_ = tune_socket(pair.fd_.get());
     --missing;
   };
 

@@ -36,6 +36,10 @@ TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
     : MatchingMesh(rank, size, "tcp"), loop_(loop) {
   eager_bytes_ = options.eager_bytes ? options.eager_bytes
                                      : static_cast<size_t>(knob_int("GLOO_LITE_TCP_EAGER_BYTES"));
+  // A bound given by the caller holds for every peer.
+  eager_bytes_across_hosts_ =
+      options.eager_bytes ? options.eager_bytes
+                          : static_cast<size_t>(knob_int("GLOO_LITE_TCP_EAGER_BYTES_ACROSS_HOSTS"));
   segment_bytes_ = static_cast<size_t>(knob_int("GLOO_LITE_TCP_SEGMENT_BYTES"));
   unexpected_limit_ = options.unexpected_bytes
                           ? options.unexpected_bytes

@@ -91,6 +91,7 @@ class Pair : public EventHandler {
   Fd fd_;
   std::unique_ptr<tls::Channel> tls_;  // with TLS configured, every byte goes through it
   std::string address_;                // peer's host:port, for messages
+  bool leaves_host_ = false;           // the two ends' addresses differ (set at connect)
   bool open_ = false;                  // registered and healthy
   Failure failure_;                    // why it closed
   uint32_t interest_ = 0;              // epoll mask currently set
@@ -161,6 +162,9 @@ class TcpMesh : public transport::MatchingMesh {
  private:
   // Liveness, for the engine's matching: a closed pair keeps why it closed.
   bool peer_open(int peer) const override { return pairs_[peer] && pairs_[peer]->open_; }
+  bool peer_on_other_host(int peer) const override {
+    return pairs_[peer] && pairs_[peer]->leaves_host_;
+  }
   const Failure& peer_failure(int peer) const override { return pairs_[peer]->failure_; }
 
   // tcp_protocol.cc: frames in and out. The engine's send_* hooks each queue one frame and

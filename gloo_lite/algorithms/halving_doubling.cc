@@ -2,7 +2,8 @@
 // ICCS 2004; Thakur, Rabenseifner & Gropp, IJHPCA 2005, section 4): a reduce-scatter by
 // recursive halving (log2 P steps, each exchanging half of the remaining range with the rank at
 // distance P/2, P/4, ...) followed by an allgather by recursive doubling in reverse order. It
-// moves as few bytes as the ring in only 2 log2 P steps.
+// moves as few bytes as the ring in only 2 log2 P steps. Across hosts the distances are taken
+// in another order (halving_distances) so that only the small late halvings cross a link.
 //
 // Recursive doubling allreduce exchanges the whole vector at every step (log2 P steps): fewest
 // steps, most bytes, for small messages.
@@ -50,6 +51,29 @@ struct Fold {
   }
   int real(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
 };
+
+// The distances of the halving steps, the first (which exchanges half the vector) first. Any
+// order of the bits of the virtual rank halves the range correctly, as long as the doubling
+// undoes it in reverse. On one host it is Rabenseifner's, P'/2 down to 1. Across hosts the
+// distances whose partners share a host most often come first, so that the large exchanges stay
+// inside hosts: on 2 hosts of ranks 0-3 and 4-7 the order is 2, 1, 4, and only the last halving
+// (n/8 per rank) crosses, n in all over each host link with the doubling, what the hierarchy
+// sends; P'/2 first would send 4n (measured 2026-12-08: docs/benchmarking.md). Every rank
+// computes the same order from the hosts it agreed on at connect.
+std::vector<int> halving_distances(const Call& call, const Fold& fold) {
+  std::vector<int> distances;
+  for (int d = fold.p2 / 2; d >= 1; d /= 2) distances.push_back(d);
+  const std::vector<std::string>* hosts = hosts_of(call);
+  if (hosts == nullptr || static_cast<int>(hosts->size()) != call.size) return distances;
+  auto crossings = [&](int d) {
+    int count = 0;
+    for (int v = 0; v < fold.p2; ++v) count += (*hosts)[fold.real(v)] != (*hosts)[fold.real(v ^ d)];
+    return count;
+  };
+  std::stable_sort(distances.begin(), distances.end(),
+                   [&](int a, int b) { return crossings(a) < crossings(b); });
+  return distances;
+}
 
 // Sends [begin, begin + elements) in the chunks exchange_and_reduce receives it in.
 void send_chunked(const Call& call, Step& step, int peer, const transport::Memory& from,
@@ -132,8 +156,9 @@ void halving_doubling_run(const Call& call) {
     const transport::Memory* current_memory =
         current == call.input ? call.input_memory : call.output_memory;
     std::vector<Level> levels;
+    std::vector<int> distances = halving_distances(call, fold);
     Half range{0, call.count};
-    for (int d = fold.p2 / 2; d >= 1; d /= 2) {
+    for (int d : distances) {
       int peer = fold.real(fold.virt ^ d);
       Level level{range.begin, range.begin + range.length / 2, range.begin + range.length,
                   (fold.virt & d) == 0};
@@ -147,7 +172,7 @@ void halving_doubling_run(const Call& call) {
     // Recursive doubling allgather: undo the levels, swapping final halves with each partner.
     for (int i = static_cast<int>(levels.size()) - 1; i >= 0; --i) {
       const Level& level = levels[i];
-      int peer = fold.real(fold.virt ^ (fold.p2 >> (i + 1)));
+      int peer = fold.real(fold.virt ^ distances[i]);
       // One message each way: nothing to reduce.
       step.recv(peer, *call.output_memory, call.bytes(level.given().begin),
                 call.bytes(level.given().length));
@@ -183,7 +208,8 @@ void recursive_doubling_run(const Call& call) {
 
 // Across hosts (host_links.h) the steps are summed, each at the busiest host link of its
 // exchanges: the fold (rank 2i sends its vector to 2i+1, and the result back), then the core,
-// where at distance d every virtual rank v exchanges `bytes(d)` with v xor d. Both partners
+// where in its k-th step every virtual rank v exchanges `bytes(k)` with v xor the k-th of
+// halving_distances (recursive doubling's order does not change its bytes). Both partners
 // send at once, so each exchange loads its host links in both directions. The core runs
 // `core_passes` times (halving_doubling: the halving and the doubling, the same exchanges).
 template <typename Bytes>
@@ -197,9 +223,12 @@ double steps_across(const Call& call, HostLinks& links, const CostModel& m, int 
     for (int i = 0; i < fold.rem; ++i) links.send(2 * i, 2 * i + 1, n);
     total += 2 * links.step(m);  // in, and the result back out: the same links reversed
   }
-  for (int d = fold.p2 / 2; d >= 1; d /= 2) {
+  std::vector<int> distances = halving_distances(call, fold);
+  for (size_t k = 0; k < distances.size(); ++k) {
     links.clear();
-    for (int v = 0; v < fold.p2; ++v) links.send(fold.real(v), fold.real(v ^ d), bytes(d));
+    for (int v = 0; v < fold.p2; ++v) {
+      links.send(fold.real(v), fold.real(v ^ distances[k]), bytes(k));
+    }
     total += core_passes * links.step(m);
   }
   return total;
@@ -217,8 +246,9 @@ double halving_doubling_cost(const Call& call, const CostModel& m) {
   double n = call.bytes(call.count);
   double reduced = (p - 1) / p * n * m.gamma + (fold.rem > 0 ? n * m.gamma : 0);
   if (HostLinks links(call, Partners::kChanging); links.spans()) {
-    // Halving at distance d exchanges n * d / P' (n/2 first), doubling the same in reverse.
-    return steps_across(call, links, m, 2, [&](int d) { return n * d / p; }) + reduced;
+    // The k-th halving exchanges n / 2^(k+1) (n/2 first), the doubling the same in reverse.
+    return steps_across(call, links, m, 2, [&](size_t k) { return n / double(size_t{2} << k); }) +
+           reduced;
   }
   double steps = 2 * ceil_log2(fold.p2);
   return steps * m.alpha + 2 * (p - 1) / p * n * m.beta + (p - 1) / p * n * m.gamma +
@@ -231,7 +261,7 @@ double recursive_doubling_cost(const Call& call, const CostModel& m) {
   double n = call.bytes(call.count);
   if (HostLinks links(call, Partners::kChanging); links.spans()) {
     double reduced = (steps + (fold.rem > 0 ? 1 : 0)) * n * m.gamma;
-    return steps_across(call, links, m, 1, [&](int) { return n; }) + reduced;
+    return steps_across(call, links, m, 1, [&](size_t) { return n; }) + reduced;
   }
   return steps * (m.alpha + n * m.beta + n * m.gamma) + fold_cost(call, m);
 }

@@ -13,6 +13,7 @@
 // overlaps the wire and step t+1 starts before step t ends. Receives are posted one step
 // ahead, so payloads land straight in their buffers rather than in the unexpected queue.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -267,10 +268,27 @@ void allgather_run(const Call& call) {
 // ---- broadcast: a pipelined chain root -> root+1 -> ... ----
 // Each rank receives the vector once and forwards it chunk by chunk, so for large vectors the
 // time approaches n*beta regardless of P (a binomial tree needs log2(P)*n*beta).
+// The chain's chunk. On one host 1 MiB (kChainChunks). Across hosts the link bounds the chain,
+// and its fill (the last rank gets its first chunk P - 2 hops after the root's first send) is
+// what a large chunk costs: a chunk of c bytes costs about (P - 2 + n / c) * (alpha + c * beta),
+// least at c = sqrt(n * alpha / ((P - 2) * beta)), here at the cross-host figures and within
+// 64 KiB..1 MiB (8 hosts at 200 Mbit/s, 4 MiB: 64 KiB, 0.64 -> 0.9 of the link: measured in
+// docs/benchmarking.md). Every rank computes it from the same agreed figures.
+size_t chain_chunk_bytes(const Call& call, const CostModel& m) {
+  double n = call.bytes(call.count);
+  if (call.size < 3 || !HostLinks(call, Partners::kFixed).spans()) return kChainChunks.min_bytes;
+  double best = std::sqrt(n * (m.cross_alpha() + m.overhead) / ((call.size - 2) * m.cross_beta()));
+  return static_cast<size_t>(std::clamp(best, double(64 << 10), double(kChainChunks.min_bytes)));
+}
+ChunkRule chain_chunks(const Call& call, const CostModel& m) {
+  return {chain_chunk_bytes(call, m), 0};
+}
+
 double broadcast_cost(const Call& call, const CostModel& m) {
   double n = call.bytes(call.count);
-  double chunk = std::min<double>(n, kChainChunks.min_bytes);
-  double chunks = std::max(1.0, n / kChainChunks.min_bytes);
+  ChunkRule rule = chain_chunks(call, m);
+  double chunk = std::min<double>(n, rule.min_bytes);
+  double chunks = std::max(1.0, n / rule.min_bytes);
   double steps = call.size - 2 + chunks;
   // Across hosts: each chunk takes one step of the full pipeline, in which every rank but the
   // last forwards one chunk and the chain's edges that leave a host share its link; the fill
@@ -290,7 +308,7 @@ double broadcast_cost(const Call& call, const CostModel& m) {
 // Every rank but the last of the chain forwards every chunk.
 double broadcast_messages(const Call& call) {
   double p = call.size;
-  return (p - 1) / p * chunk_count(call, call.count, kChainChunks);
+  return (p - 1) / p * chunk_count(call, call.count, chain_chunks(call, CostModel::for_call(call)));
 }
 void broadcast_run(const Call& call) {
   int p = call.size;
@@ -298,7 +316,8 @@ void broadcast_run(const Call& call) {
   int prev = mod(call.rank - 1, p);
   int next = mod(call.rank + 1, p);
   Step step(call);
-  std::vector<Range> chunks = chunks_of(call, {0, call.count}, kChainChunks);
+  std::vector<Range> chunks =
+      chunks_of(call, {0, call.count}, chain_chunks(call, CostModel::for_call(call)));
   std::vector<transport::RequestPtr> receives;
   if (v > 0) {
     for (const Range& chunk : chunks) {

@@ -124,6 +124,10 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_TCP_EAGER_BYTES", "65536",
        "Messages up to this size are sent eagerly; larger ones wait for the receiver (rendezvous)",
        bytes(0, kGiB)},
+      {"GLOO_LITE_TCP_EAGER_BYTES_ACROSS_HOSTS", "262144",
+       "The eager bound on connections to other hosts, where it is the larger (a rendezvous "
+       "round trip there waits behind the link's queue)",
+       bytes(0, kGiB)},
       {"GLOO_LITE_TCP_UNEXPECTED_BYTES", "67108864",
        "Bound on eager payloads buffered before their receive is posted, per context; beyond it "
        "the sender is held back (TCP back-pressure), nothing is dropped",

@@ -114,7 +114,7 @@ RequestPtr MatchingMesh::send(int peer, uint64_t tag, const Memory& memory, size
   } else if (!peer_open(peer)) {
     fail_op(op, peer_failure(peer));
     failure_raised();
-  } else if (bytes <= eager_bytes_ && memory.kind() == MemoryKind::kHost) {
+  } else if (bytes <= eager_limit(peer) && memory.kind() == MemoryKind::kHost) {
     send_eager(op);
   } else {
     // Rendezvous: the payload waits in the sender's buffer until the receiver is ready.
@@ -442,8 +442,10 @@ void MatchingMesh::deliver_unexpected(const OpPtr& op, Unexpected& message) {
 
 std::string MatchingMesh::unexpected_bound_note() const {
   // Room left for the largest eager message: nothing can be held back.
-  if (unexpected_bytes_ == 0 ||
-      unexpected_bytes_ + eager_bytes_ + kUnexpectedEntryBytes <= unexpected_limit_) {
+  if (unexpected_bytes_ == 0 || unexpected_bytes_ +
+                                        std::max(eager_bytes_, eager_bytes_across_hosts_) +
+                                        kUnexpectedEntryBytes <=
+                                    unexpected_limit_) {
     return "";
   }
   return " Rank " + std::to_string(rank_) +

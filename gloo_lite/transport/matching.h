@@ -21,6 +21,7 @@
 // Everything here runs under mutex_, except where a comment says otherwise.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -226,13 +227,23 @@ class MatchingMesh : public Mesh {
   std::string abort_message(const AbortCause& cause) const {
     return describe_abort(cause, cause.origin, [this](int r) { return describe_peer(r); });
   }
-  size_t eager_bytes_ = 0;       // larger messages, and device memory, go by rendezvous
+  size_t eager_bytes_ = 0;  // larger messages, and device memory, go by rendezvous
+  // The bound for peers on other hosts (peer_on_other_host), where it is larger: there a
+  // rendezvous round trip waits behind whatever fills the link's queue (milliseconds), far
+  // more than buffering a message costs (docs/transport.md, "Eager across hosts").
+  size_t eager_bytes_across_hosts_ = 0;
+  size_t eager_limit(int peer) const {
+    return peer_on_other_host(peer) ? std::max(eager_bytes_, eager_bytes_across_hosts_)
+                                    : eager_bytes_;
+  }
   size_t unexpected_limit_ = 0;  // bytes the unexpected queue may be charged, per mesh
   // The knob that sets unexpected_limit_, named when a wait times out at the bound.
   const char* unexpected_knob_ = "GLOO_LITE_TCP_UNEXPECTED_BYTES";
 
   // --- what the transport provides (called under mutex_) ---
   virtual bool peer_open(int peer) const = 0;
+  // Whether the connection to `peer` leaves this host (set at connect, read-only after).
+  virtual bool peer_on_other_host(int) const { return false; }
   virtual const Failure& peer_failure(int peer) const = 0;
   // Sends op's payload inline; the transport completes op once its buffer is free again.
   virtual void send_eager(const OpPtr& op) = 0;

@@ -1,8 +1,10 @@
 // The TCP framing of wire version 3 seen from the wire: a hand-made rank 1 speaks the protocol
 // to a real rank 0 (a TCP mesh), so that it can leave its socket unread, write frames in any
 // order and segment size, and check what rank 0 puts on the wire and in what order.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,14 +66,17 @@ struct FakePeer {
   Fd fd;
   Deadline deadline = Deadline::after(std::chrono::seconds(60));
 
-  FakePeer() {
+  // `source`: the address rank 1 dials from (127.0.0.2: rank 0 sees a peer on another host,
+  // since the two ends' addresses differ); nullptr: the kernel's choice, rank 0's own address.
+  explicit FakePeer(const char* source = nullptr) {
     mesh = device->create_mesh(0, 2, {});
     const uint64_t context_id = 0x5eed;
     std::thread connector([&] {
       // Rank 0 dials nobody (the higher rank connects): rank 1's address only names it.
       mesh->connect({mesh->address(), "127.0.0.1:9"}, context_id, deadline);
     });
-    fd = connect_tcp(SocketAddress::parse(mesh->address()), deadline, "fake rank 1");
+    fd = source ? connect_from(source)
+                : connect_tcp(SocketAddress::parse(mesh->address()), deadline, "fake rank 1");
     setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kSocketBuffer, sizeof(kSocketBuffer));
     setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &kSocketBuffer, sizeof(kSocketBuffer));
     wire::Hello hello;
@@ -85,6 +90,22 @@ struct FakePeer {
     read_all(fd.get(), bytes, sizeof(bytes), deadline, "fake rank 1: hello-ack");
     connector.join();
     EXPECT_EQ(wire::decode_hello(bytes).kind, wire::kHelloAck);
+  }
+
+  Fd connect_from(const char* source) {
+    Fd dialled(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    EXPECT_EQ(::bind(dialled.get(), reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
+    std::string address = mesh->address();
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+    inet_pton(AF_INET, address.substr(0, address.rfind(':')).c_str(), &to.sin_addr);
+    EXPECT_EQ(::connect(dialled.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0)
+        << "fake rank 1: connect from " << source << " to " << address;
+    return dialled;
   }
 
   void put(const wire::FrameHeader& header, const uint8_t* payload = nullptr) {
@@ -294,6 +315,41 @@ TEST(Framing, ClearToSendOvertakesQueuedEagerMessagesWhichKeepTheirOrder) {
   peer.put(data, payload.data());
   peer.mesh->wait(requests, peer.deadline);
   EXPECT_TRUE(in == payload);
+}
+
+// A message above GLOO_LITE_TCP_EAGER_BYTES (64 KiB) and within
+// GLOO_LITE_TCP_EAGER_BYTES_ACROSS_HOSTS (256 KiB) goes eagerly to a peer on another host (its
+// address differs from rank 0's), and by rendezvous (a ready-to-send first) to one on this
+// host: across hosts the round trip costs more than buffering.
+TEST(Framing, MessagesUpToTheAcrossHostsBoundGoEagerlyOnlyToOtherHosts) {
+  if (not_tcp()) GTEST_SKIP() << "TCP framing";
+  ScopedEnv eager("GLOO_LITE_TCP_EAGER_BYTES", "65536");
+  ScopedEnv across("GLOO_LITE_TCP_EAGER_BYTES_ACROSS_HOSTS", "262144");
+  const size_t bytes = 200000;
+  for (const char* source : {"127.0.0.2", static_cast<const char*>(nullptr)}) {
+    FakePeer peer(source);
+    std::vector<uint8_t> out = make_pattern(0, 1, bytes, 7);
+    auto memory = peer.mesh->register_memory(out.data(), bytes);
+    transport::RequestPtr request = peer.mesh->send(1, 5, *memory, 0, bytes);
+    wire::FrameHeader header = peer.get();
+    EXPECT_EQ(header.length, bytes);
+    if (source != nullptr) {
+      ASSERT_EQ(header.type, FrameType::kEager) << "to another host";
+      std::vector<uint8_t> got(bytes);
+      peer.get_payload(got.data(), bytes);
+      EXPECT_TRUE(got == out);
+    } else {
+      ASSERT_EQ(header.type, FrameType::kReadyToSend) << "to this host";
+      wire::FrameHeader clear = frame(FrameType::kClearToSend);
+      clear.send_id = header.send_id;
+      clear.recv_id = 9;
+      peer.put(clear);
+      std::vector<uint8_t> got(bytes);
+      EXPECT_EQ(peer.get_data(9, got.data(), 0, bytes), bytes);
+      EXPECT_TRUE(got == out);
+    }
+    peer.mesh->wait({request}, peer.deadline);
+  }
 }
 
 // Data that would land beyond the receive's buffer fails the pair as a protocol error, naming

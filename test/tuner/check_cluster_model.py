@@ -115,7 +115,11 @@ def ring_allreduce(host, n):
 
 def halving_doubling_allreduce(host, n):
     p = len(host)  # a power of two here: no fold
-    halving = [[(r, r ^ d, n * d / p) for r in range(p)] for d in (p // 2, p // 4, p // 8) if d]
+    # The halving's distances, those whose partners share a host most often first (equal ones
+    # the larger first): on 4,4 the two inside a host (2, 1) before 4. The k-th halves n again.
+    distances = sorted((d for d in (p // 2, p // 4, p // 8) if d),
+                       key=lambda d: sum(host[r] != host[r ^ d] for r in range(p)))
+    halving = [[(r, r ^ d, n / 2 ** (k + 1)) for r in range(p)] for k, d in enumerate(distances)]
     return steps(host, halving + halving[::-1], changing=True) + (p - 1) / p * n * GAMMA
 
 
@@ -132,6 +136,8 @@ CASES = [
     ("8", "allgather", {"ring": ring_allgather, "bruck": bruck_allgather,
                         "direct": direct_allgather}),
     ("2,2,1", "allreduce", {"ring": ring_allreduce}),
+    ("4,4", "allreduce", {"ring": ring_allreduce,
+                          "halving_doubling": halving_doubling_allreduce}),
     ("8", "allreduce", {"ring": ring_allreduce,
                         "halving_doubling": halving_doubling_allreduce}),
 ]
