@@ -117,6 +117,26 @@ class ShmMesh : public transport::MatchingMesh {
   bool peer_open(int peer) const override { return pairs_[peer] && pairs_[peer]->open; }
   const Failure& peer_failure(int peer) const override;
 
+  // shm_connect.cc, the connect's steps in order.
+  std::string me() const;                    // "rank 2 of 8"
+  static std::string who(const Pair& pair);  // "rank 3 (pid 4711, fd 9)"
+  // A pair per peer; served where an address is given. Returns how many are served.
+  int make_pairs(const std::vector<std::string>& addresses);
+  // Reserves every served peer's inbox in our segment; why each refused one failed, by peer.
+  std::vector<std::string> reserve_inboxes();
+  void publish_segment(uint64_t context_id);  // the context id, auth, then ready
+  void give_back(Pair& pair, const std::string& why, bool here);
+  [[noreturn]] void reject_segment(const Pair& pair, const std::string& why) const;
+  // Maps the peer's segment, checks what its address promises and waits until it is ready.
+  SegmentHeader* map_peer(Pair& pair, const Deadline& deadline);
+  // Checks the ready header; false: the peer refused our inbox and the pair was given back.
+  bool check_peer_header(Pair& pair, const SegmentHeader& header, uint64_t context_id);
+  // Attaches to our inbox in the peer's segment, probes CMA and says hello there.
+  void say_hello(Pair& pair, SegmentHeader& header, uint64_t context_id);
+  // Until every served peer said hello in our segment (and proved the secret).
+  void await_hellos(uint64_t context_id, const Deadline& deadline);
+  bool hello_heard(Pair& pair, uint64_t context_id);
+
   // shm_protocol.cc: the engine's hooks and the records.
   void send_eager(const OpPtr& op) override;
   void send_ready_to_send(const Op& op) override;
