@@ -51,6 +51,17 @@ bool tune_socket(int fd) {
 
 }  // namespace
 
+// The handshakes of one connect() under way. Handshakes keep a pointer to `setup`: this
+// stays where connect() made it.
+struct TcpMesh::Dialling {
+  HandshakeSetup setup;
+  std::vector<Handshake> pending;
+  // The last refusal of a connection that claimed each rank: a timeout names it, since a rank
+  // whose secret differs looks like a missing rank from here.
+  std::vector<std::string> refused;
+  int missing = 0;  // served peers without an established connection
+};
+
 void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t context_id,
                       const Deadline& deadline) {
   if (static_cast<int>(addresses.size()) != size_) {
@@ -59,14 +70,25 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   }
   // An empty address: another transport serves that peer; it gets no pair (transport.h).
   set_served(addresses);
-  int missing = 0;
+  Dialling dialling;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || !served(peer)) continue;
     pairs_[peer] = std::make_unique<Pair>(this, peer);
     pairs_[peer]->address_ = addresses[peer];
-    ++missing;
+    ++dialling.missing;
   }
-  HandshakeSetup setup;
+  dialling.refused.resize(static_cast<size_t>(size_));
+  prepare_handshakes(dialling.setup, context_id, dialling.missing);
+  dial_lower_ranks(dialling, addresses, deadline);
+  while (dialling.missing > 0) {
+    if (!poll_handshakes(dialling, deadline)) break;
+  }
+  if (dialling.missing > 0) fail_to_connect(dialling);
+  listener_.reset();  // the mesh is complete; later connections would only be strangers
+  open_pairs();
+}
+
+void TcpMesh::prepare_handshakes(HandshakeSetup& setup, uint64_t context_id, int pairs) const {
   setup.context_id = context_id;
   setup.rank = rank_;
   setup.size = size_;
@@ -74,103 +96,108 @@ void TcpMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
   setup.tls = tls::configured_context();
   // What protects this context's pairs, so that a user can check it in the log without a
   // capture of the wire.
-  LOG_DEBUG("tcp", "rank " << rank_ << ": connecting " << missing << " TCP pairs, "
+  LOG_DEBUG("tcp", "rank " << rank_ << ": connecting " << pairs << " TCP pairs, "
                            << (setup.secret ? "each proving the job's secret"
                                             : "unauthenticated (no GLOO_LITE_AUTH_SECRET or "
                                               "GLOO_LITE_AUTH_FILE)")
                            << (setup.tls ? ", over TLS 1.3" : ", plain TCP"));
+}
 
-  std::vector<Handshake> pending;
-  // The last refusal of a connection that claimed each rank: a timeout names it, since a rank
-  // whose secret differs looks like a missing rank from here.
-  std::vector<std::string> refused(static_cast<size_t>(size_));
+void TcpMesh::dial_lower_ranks(Dialling& dialling, const std::vector<std::string>& addresses,
+                               const Deadline& deadline) {
   for (int peer = 0; peer < rank_; ++peer) {
     if (!pairs_[peer]) continue;
     std::string what =
         "rank " + std::to_string(rank_) + " connecting to rank " + std::to_string(peer);
     Fd fd = connect_tcp(SocketAddress::parse(addresses[peer]), deadline, what);
-    pending.push_back(Handshake::dialled(setup, std::move(fd), peer, addresses[peer], deadline));
-    set_nonblocking(pending.back().fd(), true);
+    dialling.pending.push_back(
+        Handshake::dialled(dialling.setup, std::move(fd), peer, addresses[peer], deadline));
+    set_nonblocking(dialling.pending.back().fd(), true);
   }
+}
 
+bool TcpMesh::poll_handshakes(Dialling& dialling, const Deadline& deadline) {
+  std::vector<pollfd> fds;
+  fds.push_back({listener_.get(), POLLIN, 0});
+  for (auto& handshake : dialling.pending) {
+    fds.push_back({handshake.fd(), handshake.poll_events(), 0});
+  }
+  int ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
+  if (ready < 0 && errno != EINTR) {
+    throw ConnectionError(std::string("connect: poll(): ") + std::strerror(errno));
+  }
+  if (ready <= 0 && deadline.expired()) return false;
+  if (fds[0].revents & POLLIN) {
+    while (true) {
+      int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) break;
+      std::string from = SocketAddress::peer_of(fd).to_string();
+      dialling.pending.push_back(Handshake::accepted(dialling.setup, Fd(fd), std::move(from)));
+    }
+  }
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
+    advance_handshake(dialling, dialling.pending[i - 1], deadline);
+  }
+  // Closed handshakes leave; beyond kMaxStrangers accepted ones, the oldest go.
+  std::vector<Handshake> still;
+  size_t strangers = 0;
+  for (auto it = dialling.pending.rbegin(); it != dialling.pending.rend(); ++it) {
+    if (it->fd() < 0) continue;
+    if (!it->dialled() && ++strangers > kMaxStrangers) continue;
+    still.insert(still.begin(), std::move(*it));
+  }
+  dialling.pending = std::move(still);
+  return true;
+}
+
+void TcpMesh::advance_handshake(Dialling& dialling, Handshake& handshake,
+                                const Deadline& deadline) {
   auto expected = [&](int src) { return pairs_[src] && !pairs_[src]->fd_.valid(); };
-  auto establish = [&](Handshake& handshake) {
-    Pair& pair = *pairs_[handshake.peer()];
-    pair.fd_ = handshake.take_fd();
-    pair.tls_ = handshake.take_tls();
-    set_nonblocking(pair.fd_.get(), true);
-    pair.leaves_host_ = tune_socket(pair.fd_.get());
-    --missing;
-  };
-
-  while (missing > 0) {
-    std::vector<pollfd> fds;
-    fds.push_back({listener_.get(), POLLIN, 0});
-    for (auto& handshake : pending) fds.push_back({handshake.fd(), handshake.poll_events(), 0});
-    int ready = ::poll(fds.data(), fds.size(), deadline.poll_timeout_ms());
-    if (ready < 0 && errno != EINTR) {
-      throw ConnectionError(std::string("connect: poll(): ") + std::strerror(errno));
+  switch (handshake.advance(expected, deadline)) {
+    case Handshake::Step::kMore:
+      break;
+    case Handshake::Step::kDone: {
+      Pair& pair = *pairs_[handshake.peer()];
+      pair.fd_ = handshake.take_fd();
+      pair.tls_ = handshake.take_tls();
+      set_nonblocking(pair.fd_.get(), true);
+      pair.leaves_host_ = tune_socket(pair.fd_.get());
+      --dialling.missing;
+      break;
     }
-    if (ready <= 0 && deadline.expired()) break;
-    if (fds[0].revents & POLLIN) {
-      while (true) {
-        int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) break;
-        std::string from = SocketAddress::peer_of(fd).to_string();
-        pending.push_back(Handshake::accepted(setup, Fd(fd), std::move(from)));
-      }
-    }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
-      Handshake& handshake = pending[i - 1];
-      switch (handshake.advance(expected, deadline)) {
-        case Handshake::Step::kMore:
-          break;
-        case Handshake::Step::kDone:
-          establish(handshake);
-          break;
-        case Handshake::Step::kRejected:
-          // Once per connection, with the peer's address; a silent close has no reason.
-          if (!handshake.why().empty()) {
-            LOG_WARN("tcp", "rank " << rank_ << " rejected a connection from " << handshake.from()
-                                    << ": " << handshake.why() << "; the rendezvous goes on");
-            if (handshake.peer() >= 0 && handshake.peer() < size_) {
-              refused[static_cast<size_t>(handshake.peer())] =
-                  handshake.from() + " (" + handshake.why() + ")";
-            }
-          }
-          break;
-        case Handshake::Step::kFailed:
-          throw ConnectionError(handshake.why());
-      }
-    }
-    std::vector<Handshake> still;
-    size_t strangers = 0;
-    for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
-      if (it->fd() < 0) continue;
-      if (!it->dialled() && ++strangers > kMaxStrangers) continue;
-      still.insert(still.begin(), std::move(*it));
-    }
-    pending = std::move(still);
-  }
-
-  if (missing > 0) {
-    std::string late;
-    for (int peer = 0; peer < size_; ++peer) {
-      if (pairs_[peer] && !pairs_[peer]->fd_.valid()) {
-        late += (late.empty() ? "" : ", ") + describe_peer(peer);
-        if (!refused[static_cast<size_t>(peer)].empty()) {
-          late +=
-              " [a connection claiming it was refused: " + refused[static_cast<size_t>(peer)] + "]";
+    case Handshake::Step::kRejected:
+      // Once per connection, with the peer's address; a silent close has no reason.
+      if (!handshake.why().empty()) {
+        LOG_WARN("tcp", "rank " << rank_ << " rejected a connection from " << handshake.from()
+                                << ": " << handshake.why() << "; the rendezvous goes on");
+        if (handshake.peer() >= 0 && handshake.peer() < size_) {
+          dialling.refused[static_cast<size_t>(handshake.peer())] =
+              handshake.from() + " (" + handshake.why() + ")";
         }
       }
-    }
-    throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                       " could not connect to " + late +
-                       " before the deadline: are those ranks running, and can they reach " +
-                       address() + "?");
+      break;
+    case Handshake::Step::kFailed:
+      throw ConnectionError(handshake.why());
   }
-  listener_.reset();  // the mesh is complete; later connections would only be strangers
+}
+
+void TcpMesh::fail_to_connect(const Dialling& dialling) const {
+  std::string late;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (pairs_[peer] && !pairs_[peer]->fd_.valid()) {
+      late += (late.empty() ? "" : ", ") + describe_peer(peer);
+      const std::string& refused = dialling.refused[static_cast<size_t>(peer)];
+      if (!refused.empty()) late += " [a connection claiming it was refused: " + refused + "]";
+    }
+  }
+  throw TimeoutError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                     " could not connect to " + late +
+                     " before the deadline: are those ranks running, and can they reach " +
+                     address() + "?");
+}
+
+void TcpMesh::open_pairs() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& pair : pairs_) {
     if (!pair) continue;

@@ -32,6 +32,8 @@ using transport::OpPtr;
 using transport::Unexpected;
 
 class TcpMesh;
+class Handshake;
+struct HandshakeSetup;
 
 // Which frames a frame goes ahead of in its pair's queue (queue_frame): those of a lower lane,
 // but kLast, whose current segment has not begun; never those of its own lane or above, so
@@ -167,6 +169,18 @@ class TcpMesh : public transport::MatchingMesh {
   }
   const Failure& peer_failure(int peer) const override { return pairs_[peer]->failure_; }
 
+  // tcp_connect.cc, connect()'s steps: dial every lower rank, then poll the listener and the
+  // handshakes until every served peer has a connection.
+  struct Dialling;
+  void prepare_handshakes(HandshakeSetup& setup, uint64_t context_id, int pairs) const;
+  void dial_lower_ranks(Dialling& dialling, const std::vector<std::string>& addresses,
+                        const Deadline& deadline);
+  // One poll of the listener and the handshakes; false: the deadline passed.
+  bool poll_handshakes(Dialling& dialling, const Deadline& deadline);
+  void advance_handshake(Dialling& dialling, Handshake& handshake, const Deadline& deadline);
+  [[noreturn]] void fail_to_connect(const Dialling& dialling) const;  // names the late ranks
+  void open_pairs();  // hands the connected pairs to the event loop
+
   // tcp_protocol.cc: frames in and out. The engine's send_* hooks each queue one frame and
   // write it at once from the calling thread when the socket is idle.
   void send_eager(const OpPtr& op) override;
@@ -174,7 +188,13 @@ class TcpMesh : public transport::MatchingMesh {
   void send_clear_to_send(int peer, const OpPtr& op, uint64_t send_id) override;
   void send_mismatch_and_close(int peer, const Op& op, uint64_t sent,
                                const std::string& text) override;
+  // A frame's header is in: acts on it by its type, and sets up the read of its payload.
   void on_frame_header(Pair& pair);
+  void on_eager_header(Pair& pair);
+  void on_clear_to_send(Pair& pair);  // the payload leaves, or the answer for a lost send
+  void on_data_header(Pair& pair);    // one segment of a rendezvous payload
+  // Reads `length` payload bytes to rx_target_ next (done at once when there are none).
+  void expect_payload(Pair& pair, uint64_t length);
   void on_payload_done(Pair& pair);
   // Queues a frame in its lane (Lane); writes at once when the queue was empty.
   void queue_frame(Pair& pair, OutFrame frame);

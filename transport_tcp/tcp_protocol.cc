@@ -73,82 +73,18 @@ void TcpMesh::on_frame_header(Pair& pair) {
     return;
   }
   switch (h.type) {
-    case wire::FrameType::kEager: {
-      OpPtr op = match_posted(pair.peer_, h.tag);
-      if (op) {
-        // A message of another call aborts the mesh: its payload is never read.
-        if (!same_call(pair.peer_, op, h.fingerprint)) return;
-        if (op->bytes_ != h.length) {
-          reject_size(pair.peer_, op, h.length);
-          return;
-        }
-        pair.rx_op_ = op;
-        pair.rx_target_ = op->data_;
-      } else {
-        if (!unexpected_has_room(h.length)) {
-          // Back-pressure: stop reading this peer until receives drain the queue.
-          pair.rx_state_ = RxState::kBlocked;
-          update_interest(pair);
-          return;
-        }
-        pair.rx_unexpected_ = new_unexpected(pair.peer_, h.length, h.fingerprint);
-        pair.rx_target_ = pair.rx_unexpected_->payload.data();
-      }
-      pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.length;
-      if (h.length == 0) on_payload_done(pair);
+    case wire::FrameType::kEager:
+      on_eager_header(pair);
       return;
-    }
     case wire::FrameType::kReadyToSend:
       on_ready_to_send(pair.peer_, h.tag, h.length, h.send_id, h.fingerprint);
       return;
-    case wire::FrameType::kClearToSend: {
-      OpPtr op = take_send_awaiting_clearance(h.send_id);
-      LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(h.send_id);
-      if (!op && answer == LostSendAnswer::kAbort) {
-        // The send failed with this context (say, a peer reported a collective mismatch):
-        // the receiver learns that cause, not a cancel that reads like a timeout.
-        queue_abort(pair, mesh_failure().kind, cause_to_forward());
-        fail_pair(pair, mesh_failure().kind, mesh_failure().message);
-        return;
-      }
-      if (!op && answer == LostSendAnswer::kNothing) return;  // this rank's abort follows
-      if (!op) {
-        wire::FrameHeader cancelled;
-        cancelled.type = wire::FrameType::kSendCancelled;
-        cancelled.recv_id = h.recv_id;
-        queue_control(pair, cancelled, Lane::kAnswer);
-        return;
-      }
-      OutFrame frame;
-      frame.lane = Lane::kPayload;
-      frame.recv_id = h.recv_id;
-      frame.payload = op->data_;
-      frame.payload_bytes = op->bytes_;
-      frame.op = op;
-      queue_frame(pair, std::move(frame));
+    case wire::FrameType::kClearToSend:
+      on_clear_to_send(pair);
       return;
-    }
-    case wire::FrameType::kData: {
-      // One segment of a rendezvous payload; the receive stays the engine's (cancel and
-      // failure find it there) until its last segment is in. Data for a cancelled receive is
-      // read and discarded.
-      OpPtr op = receive_awaiting_data(h.recv_id);
-      if (op) {
-        if (h.sent > op->bytes_ || h.length > op->bytes_ - h.sent) {
-          lose_pair(pair, "protocol error from " + describe_peer(pair.peer_) + ": data for " +
-                              std::to_string(h.sent) + " + " + std::to_string(h.length) +
-                              " bytes into a receive of " + std::to_string(op->bytes_));
-          return;
-        }
-        pair.rx_op_ = std::move(op);
-        pair.rx_target_ = pair.rx_op_->data_ + h.sent;
-      }
-      pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.length;
-      if (h.length == 0) on_payload_done(pair);
+    case wire::FrameType::kData:
+      on_data_header(pair);
       return;
-    }
     case wire::FrameType::kSendCancelled:
       on_send_cancelled(pair.peer_, h.recv_id);
       return;
@@ -167,15 +103,91 @@ void TcpMesh::on_frame_header(Pair& pair) {
       }
       pair.rx_text_.assign(h.length, 0);
       pair.rx_target_ = pair.rx_text_.data();
-      pair.rx_state_ = RxState::kPayload;
-      pair.rx_left_ = h.length;
-      if (h.length == 0) on_payload_done(pair);
+      expect_payload(pair, h.length);
       return;
     case wire::FrameType::kGoodbye:
       fail_pair(pair, ErrorKind::kConnection,
                 describe_peer(pair.peer_) + " has closed this context (clean shutdown)");
       return;
   }
+}
+
+void TcpMesh::expect_payload(Pair& pair, uint64_t length) {
+  pair.rx_state_ = RxState::kPayload;
+  pair.rx_left_ = length;
+  if (length == 0) on_payload_done(pair);
+}
+
+void TcpMesh::on_eager_header(Pair& pair) {
+  const wire::FrameHeader& h = pair.rx_header_;
+  OpPtr op = match_posted(pair.peer_, h.tag);
+  if (op) {
+    // A message of another call aborts the mesh: its payload is never read.
+    if (!same_call(pair.peer_, op, h.fingerprint)) return;
+    if (op->bytes_ != h.length) {
+      reject_size(pair.peer_, op, h.length);
+      return;
+    }
+    pair.rx_op_ = op;
+    pair.rx_target_ = op->data_;
+  } else {
+    if (!unexpected_has_room(h.length)) {
+      // Back-pressure: stop reading this peer until receives drain the queue.
+      pair.rx_state_ = RxState::kBlocked;
+      update_interest(pair);
+      return;
+    }
+    pair.rx_unexpected_ = new_unexpected(pair.peer_, h.length, h.fingerprint);
+    pair.rx_target_ = pair.rx_unexpected_->payload.data();
+  }
+  expect_payload(pair, h.length);
+}
+
+void TcpMesh::on_clear_to_send(Pair& pair) {
+  const wire::FrameHeader& h = pair.rx_header_;
+  OpPtr op = take_send_awaiting_clearance(h.send_id);
+  LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(h.send_id);
+  if (!op && answer == LostSendAnswer::kAbort) {
+    // The send failed with this context (say, a peer reported a collective mismatch): the
+    // receiver learns that cause, not a cancel that reads like a timeout.
+    queue_abort(pair, mesh_failure().kind, cause_to_forward());
+    fail_pair(pair, mesh_failure().kind, mesh_failure().message);
+    return;
+  }
+  if (!op && answer == LostSendAnswer::kNothing) return;  // this rank's abort follows
+  if (!op) {
+    wire::FrameHeader cancelled;
+    cancelled.type = wire::FrameType::kSendCancelled;
+    cancelled.recv_id = h.recv_id;
+    queue_control(pair, cancelled, Lane::kAnswer);
+    return;
+  }
+  OutFrame frame;
+  frame.lane = Lane::kPayload;
+  frame.recv_id = h.recv_id;
+  frame.payload = op->data_;
+  frame.payload_bytes = op->bytes_;
+  frame.op = op;
+  queue_frame(pair, std::move(frame));
+}
+
+void TcpMesh::on_data_header(Pair& pair) {
+  // One segment of a rendezvous payload; the receive stays the engine's (cancel and failure
+  // find it there) until its last segment is in. Data for a cancelled receive is read and
+  // discarded.
+  const wire::FrameHeader& h = pair.rx_header_;
+  OpPtr op = receive_awaiting_data(h.recv_id);
+  if (op) {
+    if (h.sent > op->bytes_ || h.length > op->bytes_ - h.sent) {
+      lose_pair(pair, "protocol error from " + describe_peer(pair.peer_) + ": data for " +
+                          std::to_string(h.sent) + " + " + std::to_string(h.length) +
+                          " bytes into a receive of " + std::to_string(op->bytes_));
+      return;
+    }
+    pair.rx_op_ = std::move(op);
+    pair.rx_target_ = pair.rx_op_->data_ + h.sent;
+  }
+  expect_payload(pair, h.length);
 }
 
 void TcpMesh::on_payload_done(Pair& pair) {
