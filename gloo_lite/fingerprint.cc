@@ -206,7 +206,12 @@ uint64_t call_fingerprint(const algo::Call& call, const algo::Algorithm& algorit
   return f;
 }
 
-void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
+namespace {
+
+// check_fingerprints' steps: this rank's fingerprint, the exchange, the comparison, the
+// verdicts.
+
+Fingerprint fingerprint_of(const algo::Call& call, const std::string& algorithm) {
   Fingerprint mine;
   mine.collective = static_cast<uint8_t>(call.collective);
   mine.type = static_cast<uint8_t>(call.type);
@@ -222,15 +227,20 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
   mine.blocks_hash = per_peer ? 0 : blocks_hash;
   mine.algorithm_hash = hash_text(algorithm);
   mine.sequence = tags::sequence_of(call.tag);
+  return mine;
+}
 
-  int size = call.size;
-  std::vector<uint8_t> out(kFingerprintBytes * size);
-  std::vector<uint8_t> in(kFingerprintBytes * size);
+// Sends `mine` to every peer (with what this rank sends each, for alltoallv) and returns what
+// they sent, kFingerprintBytes per rank.
+std::vector<uint8_t> exchange_fingerprints(const algo::Call& call, const Fingerprint& mine,
+                                           uint64_t tag) {
+  const bool per_peer = call.collective == algo::Collective::kAlltoall;
+  std::vector<uint8_t> out(kFingerprintBytes * call.size);
+  std::vector<uint8_t> in(kFingerprintBytes * call.size);
   auto out_memory = call.mesh->register_memory(out.data(), out.size());
   auto in_memory = call.mesh->register_memory(in.data(), in.size());
   std::vector<transport::RequestPtr> requests;
-  uint64_t tag = call.tag | tags::kCheckBit;
-  for (int peer = 0; peer < size; ++peer) {
+  for (int peer = 0; peer < call.size; ++peer) {
     if (peer == call.rank) continue;
     Fingerprint to = mine;
     to.to_peer = per_peer ? call.blocks[peer] : 0;
@@ -241,11 +251,19 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
         call.mesh->send(peer, tag, *out_memory, peer * kFingerprintBytes, kFingerprintBytes));
   }
   call.mesh->wait(requests, call.deadline);
+  return in;
+}
 
-  // Each rank compares every peer's fingerprint with its own...
+// What this rank found wrong with the first peer that disagrees ("" and -1: nothing).
+struct Verdict {
   std::string problem;
   int culprit = -1;
-  for (int peer = 0; peer < size && problem.empty(); ++peer) {
+};
+
+Verdict compare_fingerprints(const algo::Call& call, const Fingerprint& mine,
+                             const std::vector<uint8_t>& in) {
+  const bool per_peer = call.collective == algo::Collective::kAlltoall;
+  for (int peer = 0; peer < call.size; ++peer) {
     if (peer == call.rank) continue;
     Fingerprint theirs = decode(&in[peer * kFingerprintBytes]);
     Fingerprint expected = mine;
@@ -254,7 +272,6 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
                 theirs.op == expected.op && theirs.root == expected.root &&
                 theirs.count == expected.count && theirs.blocks_hash == expected.blocks_hash &&
                 theirs.to_peer == expected.to_peer;
-    culprit = peer;
     if (!same) {
       std::string detail = per_peer && theirs.to_peer != expected.to_peer
                                ? " (rank " + std::to_string(peer) + " sends " +
@@ -262,36 +279,44 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
                                      std::to_string(call.rank) + ", which expects " +
                                      std::to_string(expected.to_peer) + ")"
                                : "";
-      problem = "collective mismatch: rank " + std::to_string(call.rank) + " called " +
-                describe(mine) + " but rank " + std::to_string(peer) + " called " +
-                describe(theirs) + detail +
-                "; every rank must call the same collectives in the same order with matching "
-                "arguments";
-    } else if (theirs.algorithm_hash != expected.algorithm_hash) {
-      problem = "collective mismatch: rank " + std::to_string(call.rank) + " and rank " +
-                std::to_string(peer) + " chose different algorithms for " + describe(mine) +
-                " (is GLOO_LITE_ALGO set alike on every rank?)";
+      return {"collective mismatch: rank " + std::to_string(call.rank) + " called " +
+                  describe(mine) + " but rank " + std::to_string(peer) + " called " +
+                  describe(theirs) + detail +
+                  "; every rank must call the same collectives in the same order with matching "
+                  "arguments",
+              peer};
+    }
+    if (theirs.algorithm_hash != expected.algorithm_hash) {
+      return {"collective mismatch: rank " + std::to_string(call.rank) + " and rank " +
+                  std::to_string(peer) + " chose different algorithms for " + describe(mine) +
+                  " (is GLOO_LITE_ALGO set alike on every rank?)",
+              peer};
     }
   }
-  // ...then all ranks share their verdicts, so a disagreement that only two ranks can see (an
-  // alltoallv count between them) still stops every rank with the same diagnosis.
+  return {};
+}
+
+// All ranks share their verdicts, so a disagreement that only two ranks can see (an alltoallv
+// count between them) still stops every rank with the same diagnosis.
+void share_verdicts(const algo::Call& call, const Fingerprint& mine, const Verdict& verdict,
+                    uint64_t tag) {
   std::vector<uint8_t> verdict_out(8, 0);
-  std::vector<uint8_t> verdicts(8 * size, 0);
-  if (!problem.empty()) {
+  std::vector<uint8_t> verdicts(8 * call.size, 0);
+  if (!verdict.problem.empty()) {
     put_u32(verdict_out.data(), 1);
-    put_u32(verdict_out.data() + 4, static_cast<uint32_t>(culprit));
+    put_u32(verdict_out.data() + 4, static_cast<uint32_t>(verdict.culprit));
   }
   auto verdict_memory = call.mesh->register_memory(verdict_out.data(), verdict_out.size());
   auto verdicts_memory = call.mesh->register_memory(verdicts.data(), verdicts.size());
-  requests.clear();
-  for (int peer = 0; peer < size; ++peer) {
+  std::vector<transport::RequestPtr> requests;
+  for (int peer = 0; peer < call.size; ++peer) {
     if (peer == call.rank) continue;
     requests.push_back(call.mesh->recv(peer, tag, *verdicts_memory, peer * 8, 8));
     requests.push_back(call.mesh->send(peer, tag, *verdict_memory, 0, 8));
   }
   call.mesh->wait(requests, call.deadline);
-  if (!problem.empty()) throw AgreedMismatch(problem);
-  for (int peer = 0; peer < size; ++peer) {
+  if (!verdict.problem.empty()) throw AgreedMismatch(verdict.problem);
+  for (int peer = 0; peer < call.size; ++peer) {
     if (peer == call.rank || get_u32(&verdicts[peer * 8]) == 0) continue;
     throw AgreedMismatch("collective mismatch in " + describe(mine) + ": rank " +
                          std::to_string(peer) + " found that its arguments disagree with rank " +
@@ -299,6 +324,16 @@ void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
                          "'s (see the error on those ranks); every rank must call the same "
                          "collectives in the same order with matching arguments");
   }
+}
+
+}  // namespace
+
+// Each rank compares every peer's fingerprint with its own, then all share their verdicts.
+void check_fingerprints(const algo::Call& call, const std::string& algorithm) {
+  const uint64_t tag = call.tag | tags::kCheckBit;
+  const Fingerprint mine = fingerprint_of(call, algorithm);
+  const std::vector<uint8_t> in = exchange_fingerprints(call, mine, tag);
+  share_verdicts(call, mine, compare_fingerprints(call, mine, in), tag);
 }
 
 }  // namespace gloo_lite
