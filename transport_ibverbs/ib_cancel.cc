@@ -13,8 +13,8 @@
 // live peer answers at once; a dead one is found by its lifeline well before) is the queue
 // pair stopped instead, the one other way to keep the buffer from being touched.
 #include <chrono>
-#include <thread>
 
+#include "gloo_lite/base/backoff.h"
 #include "gloo_lite/base/log.h"
 #include "transport_ibverbs/ib_mesh.h"
 
@@ -22,6 +22,8 @@ namespace gloo_lite::ibverbs {
 namespace {
 
 constexpr std::chrono::milliseconds kAnswerWait{5000};
+// Between two looks at the CQ for the answer: fixed, the answer is one round trip away.
+constexpr std::chrono::microseconds kAnswerPoll{100};
 
 }  // namespace
 
@@ -81,12 +83,13 @@ void IbMesh::stop_write(Peer& peer, uint64_t send_id) {
 // `done` watches, after stopping the queue pair.
 bool IbMesh::serve_until(const std::function<bool()>& done) {
   Deadline deadline = Deadline::after(kAnswerWait);
+  Backoff pause(kAnswerPoll, kAnswerPoll);
   while (!done()) {
     if (deadline.expired()) return false;
     if (poll_cq()) continue;
     // mutex_ is held by our caller's lock; it is ours again before we return.
     mutex_.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    pause.sleep(deadline);
     mutex_.lock();
   }
   return true;

@@ -34,8 +34,10 @@ IbDevice::IbDevice(PortChoice port, const DeviceOptions& options) : port_(std::m
   tuning_.slot_bytes = static_cast<size_t>(knob_int("GLOO_LITE_IB_BUFFER_BYTES"));
   tuning_.timeout = static_cast<int>(knob_int("GLOO_LITE_IB_TIMEOUT"));
   tuning_.retry_count = static_cast<int>(knob_int("GLOO_LITE_IB_RETRY_COUNT"));
-  tuning_.busy_poll = knob_bool("GLOO_LITE_IB_BUSY_POLL");
-  tuning_.spin_us = static_cast<int>(knob_int("GLOO_LITE_IB_SPIN_US"));
+  // GLOO_LITE_IB_BUSY_POLL=1 is GLOO_LITE_IB_SPIN_US without a bound.
+  tuning_.spin = knob_bool("GLOO_LITE_IB_BUSY_POLL")
+                     ? WaitPolicy::kWholeWait
+                     : std::chrono::microseconds(knob_int("GLOO_LITE_IB_SPIN_US"));
   if (tuning_.depth < 4) throw InvalidArgument("GLOO_LITE_IB_RECV_DEPTH must be at least 4");
   if (tuning_.slot_bytes < 256)
     throw InvalidArgument("GLOO_LITE_IB_BUFFER_BYTES must be at least 256");

@@ -27,6 +27,8 @@ IbMesh::IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
                const transport::MeshOptions& options)
     : MatchingMesh(rank, size, "ibverbs"), device_(std::move(device)), tuning_(device_->tuning()) {
   slots_ = tuning_.depth + kReserveSlots;
+  // Yielding whatever the host's load: between polls the mutex is free for the progress thread.
+  wait_policy_.configure(tuning_.spin, /*yield=*/true);
   size_t eager = options.eager_bytes;
   if (eager != 0 && eager + wire::kHeaderBytes > tuning_.slot_bytes) {
     tuning_.slot_bytes = (eager + wire::kHeaderBytes + 4095) / 4096 * 4096;
@@ -177,20 +179,37 @@ bool IbMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
                         const Deadline& deadline, const Deadline& until) {
   const Deadline bound = until.earlier(deadline);
   std::unique_lock<std::mutex> lock(mutex_);
-  auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(tuning_.spin_us);
   while (!finished(requests, deadline)) {
     if (bound.expired() && !deadline.expired()) return false;  // `until` came first
     // Caller-driven progress: poll the CQ ourselves; sleep only when nothing is there (the
-    // progress thread, woken by the completion channel, then notifies us).
+    // progress thread, woken by the completion channel, then notifies us). The policy's polls
+    // (GLOO_LITE_IB_SPIN_US) yield with the mutex free, so that the progress thread may serve
+    // the CQ meanwhile; its sleep looks once more under the mutex before it waits, so that no
+    // notification falls between the two.
     if (poll_cq()) continue;
-    if (tuning_.busy_poll || std::chrono::steady_clock::now() < spin_until) {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
-      continue;
-    }
-    auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    completed_.wait_until(lock, bound.is_never() ? slice : std::min(slice, bound.time_point()));
+    WaitPolicy policy = wait_policy_;  // a copy per waiter (several threads may wait)
+    lock.unlock();
+    auto done = [&] { return poll_cq() || finished(requests, deadline); };
+    policy.wait(
+        [&] {
+          lock.lock();
+          const bool ready = done();
+          lock.unlock();
+          return ready;
+        },
+        [&](const Deadline& slice_end) {
+          lock.lock();
+          if (!done()) {
+            auto slice = Deadline::Clock::now() + std::chrono::milliseconds(100);
+            completed_.wait_until(
+                lock, slice_end.is_never() ? slice : std::min(slice, slice_end.time_point()));
+          }
+          lock.unlock();
+          return false;  // the loop looks again
+        },
+        bound);
+    lock.lock();
+    wait_policy_ = policy;
   }
   return true;
 }

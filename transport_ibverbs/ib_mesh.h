@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gloo_lite/base/wait_policy.h"
 #include "gloo_lite/transport/matching.h"
 #include "transport_ibverbs/ib_device.h"
 #include "transport_ibverbs/ib_select.h"
@@ -40,11 +42,12 @@ class IbMesh;
 struct Tuning {
   int depth = 32;  // credited receive buffers per peer (GLOO_LITE_IB_RECV_DEPTH)
   size_t slot_bytes =
-      8192;                // size of one eager buffer, header included (GLOO_LITE_IB_BUFFER_BYTES)
-  int timeout = 17;        // RC ack timeout exponent (GLOO_LITE_IB_TIMEOUT)
-  int retry_count = 7;     // GLOO_LITE_IB_RETRY_COUNT
-  bool busy_poll = false;  // GLOO_LITE_IB_BUSY_POLL
-  int spin_us = 0;         // GLOO_LITE_IB_SPIN_US: bounded polling before sleeping
+      8192;             // size of one eager buffer, header included (GLOO_LITE_IB_BUFFER_BYTES)
+  int timeout = 17;     // RC ack timeout exponent (GLOO_LITE_IB_TIMEOUT)
+  int retry_count = 7;  // GLOO_LITE_IB_RETRY_COUNT
+  // How long a waiter polls the CQ before it sleeps (GLOO_LITE_IB_SPIN_US; the whole wait
+  // with GLOO_LITE_IB_BUSY_POLL): the bound of its WaitPolicy.
+  std::chrono::microseconds spin{0};
 };
 
 class IbDevice : public transport::Device, public std::enable_shared_from_this<IbDevice> {
@@ -224,6 +227,9 @@ class IbMesh : public transport::MatchingMesh {
 
   std::shared_ptr<IbDevice> device_;
   Tuning tuning_;
+  // How a waiter polls the CQ before sleeping: yielding between polls, up to tuning_.spin
+  // (0 by default: sleep at once). Each waiter adapts a copy and stores it back.
+  WaitPolicy wait_policy_;
   int slots_;  // receive (and send) buffers per peer: depth + reserve
   uint32_t psn_;
   uint64_t context_id_ = 0;

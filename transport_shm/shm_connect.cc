@@ -9,8 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
-
+#include "gloo_lite/base/backoff.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/base/log.h"
@@ -21,6 +20,9 @@ namespace gloo_lite::shm {
 namespace {
 
 constexpr auto kConnectSlice = std::chrono::milliseconds(2);
+// Between looks at a mapped peer's ready flag, and between pushes of queued records at close.
+constexpr auto kReadyPoll = std::chrono::microseconds(200);
+constexpr auto kFlushPoll = std::chrono::microseconds(100);
 
 // Whether this process may read `pid`'s memory: one 8-byte process_vm_readv of a known word.
 bool probe_cma(int pid, const SegmentHeader& header, std::string* why) {
@@ -189,12 +191,13 @@ SegmentHeader* ShmMesh::map_peer(Pair& pair, const Deadline& deadline) {
   if (header->segment_bytes != pair.remote->bytes()) {
     reject_segment(pair, "its size disagrees with its header");
   }
+  // The peer sets ready without a doorbell: looked at every kReadyPoll.
+  Backoff pause(kReadyPoll, kReadyPoll);
   while (header->ready.load(std::memory_order_acquire) == 0) {
-    if (deadline.expired()) {
+    if (!pause.sleep(deadline)) {
       throw TimeoutError(me() + ": " + who(pair) +
                          " never published its segment before the deadline");
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return header;
 }
@@ -312,14 +315,15 @@ void ShmMesh::close_all() {
   if (closed_) return;
   closed_ = true;
   // Let queued records leave, briefly: a peer still reading gets our last messages.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const Deadline until = Deadline::after(std::chrono::seconds(1));
+  Backoff pause(kFlushPoll, kFlushPoll);
   for (;;) {
     bool queued = false;
     for (auto& pair : pairs_) queued = queued || (pair && pair->open && !pair->out.empty());
-    if (!queued || std::chrono::steady_clock::now() >= until) break;
+    if (!queued || until.expired()) break;
     progress();
     lock.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    pause.sleep(until);
     lock.lock();
   }
   // What peers wrote and nobody waited for is read once: a message of a call this rank has

@@ -187,11 +187,13 @@ const std::vector<Knob>& gloo_lite_knobs() {
       {"GLOO_LITE_IB_RETRY_COUNT", "7", "ibverbs: RC transport retries before a send fails",
        integer(0, 7)},
       {"GLOO_LITE_IB_BUSY_POLL", "0",
-       "ibverbs: 1 makes waiters poll the completion queue without sleeping (one core per waiter)",
+       "ibverbs: 1 is GLOO_LITE_IB_SPIN_US without a bound: waiters poll the completion queue "
+       "until their requests are done and never sleep (one core per waiter)",
        on_off()},
       {"GLOO_LITE_IB_SPIN_US", "0",
-       "ibverbs: microseconds a waiter polls the completion queue before sleeping on the "
-       "completion channel",
+       "ibverbs: a waiter polls the completion queue, yielding the CPU between polls, for at most "
+       "this many microseconds before it sleeps (0: sleep at once; the budget adapts below the "
+       "bound, as GLOO_LITE_SPIN_US's)",
        integer(0, 1000000)},
       {"GLOO_LITE_SPIN_US", "",
        "TCP: a waiting rank polls its sockets for at most this many microseconds before it "

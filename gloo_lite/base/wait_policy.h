@@ -1,6 +1,6 @@
 // How every waiter of gloo_lite waits (docs/transport.md, Waiting policy): the TCP transport on
-// its sockets, the shared-memory transport on its doorbell, the shared-memory collectives on a
-// peer's flag. One wait has three phases:
+// its sockets, the shared-memory transport on its doorbell, the ibverbs transport on its
+// completion queue, the shared-memory collectives on a peer's flag. One wait has three phases:
 //  1. poll the caller's readiness check back to back (with a CPU pause) while every rank of
 //     this host has a core: a peer's message or flag usually comes within microseconds, and the
 //     wake-up a poll saves (scheduler latency) is most of its cost;
@@ -30,8 +30,12 @@ struct WaitBounds {
   std::chrono::microseconds free_core;    // every local rank has a core: poll this long
   std::chrono::microseconds shared_core;  // ranks outnumber cores: yield between checks this long
 };
-// What every caller starts from (the TCP transport's GLOO_LITE_SPIN_US and the shared-memory
-// transport's GLOO_LITE_SHM_SPIN_US override parts of it).
+// What the TCP and shared-memory transports and the shared-memory collectives start from (the
+// TCP transport's GLOO_LITE_SPIN_US and the shared-memory transport's GLOO_LITE_SHM_SPIN_US
+// override parts of it). The ibverbs transport polls only when asked (GLOO_LITE_IB_SPIN_US,
+// GLOO_LITE_IB_BUSY_POLL): each look at its CQ takes the mesh mutex. One bound per transport,
+// not one for all: a check costs a poll() call, a cache line or a CQ poll under a mutex, and a
+// mixed mesh waits on two transports at once.
 constexpr WaitBounds kDefaultWaitBounds{std::chrono::microseconds(50),
                                         std::chrono::microseconds(100)};
 
@@ -102,6 +106,9 @@ class WaitPolicy {
     return done;
   }
 
+  // A limit no wait reaches: polling goes on until the caller's `until` (a transport's
+  // busy-poll switch, GLOO_LITE_IB_BUSY_POLL). Far below what a time point can add.
+  static constexpr Micros kWholeWait = std::chrono::hours(24);
   // Where a budget that fell to 0 restarts when short waits come back.
   static constexpr Micros kRestart{4};
   // Checks before the clock is first read (see wait()); a few pauses, far below kRestart even
