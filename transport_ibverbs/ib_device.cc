@@ -9,6 +9,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 #include "transport_ibverbs/ib_mesh.h"
 #include "transport_tcp/tcp_device.h"
 
@@ -77,7 +78,8 @@ IbDevice::~IbDevice() {
 }
 
 std::string IbDevice::name() const {
-  return "ibverbs " + port_.device + ":" + std::to_string(port_.port);
+  return std::string(transport::kIbverbsTransport) + " " + port_.device + ":" +
+         std::to_string(port_.port);
 }
 
 LocalPort IbDevice::local_port(uint32_t psn) const {

@@ -10,6 +10,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 #include "transport_ibverbs/ib_mesh.h"
 
 namespace gloo_lite::ibverbs {
@@ -25,7 +26,9 @@ constexpr int kExtraSendWr = 16;
 
 IbMesh::IbMesh(std::shared_ptr<IbDevice> device, int rank, int size,
                const transport::MeshOptions& options)
-    : MatchingMesh(rank, size, "ibverbs"), device_(std::move(device)), tuning_(device_->tuning()) {
+    : MatchingMesh(rank, size, transport::kIbverbsTransport),
+      device_(std::move(device)),
+      tuning_(device_->tuning()) {
   slots_ = tuning_.depth + kReserveSlots;
   // Yielding whatever the host's load: between polls the mutex is free for the progress thread.
   wait_policy_.configure(tuning_.spin, /*yield=*/true);

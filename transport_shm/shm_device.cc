@@ -1,6 +1,7 @@
 #include "transport_shm/shm_device.h"
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/transport/names.h"
 #include "transport_shm/address.h"
 #include "transport_shm/shm_mesh.h"
 
@@ -9,7 +10,7 @@ namespace {
 
 class ShmDevice : public transport::Device {
  public:
-  std::string name() const override { return "shm"; }
+  std::string name() const override { return transport::kShmTransport; }
   std::unique_ptr<transport::Mesh> create_mesh(int rank, int size,
                                                const transport::MeshOptions& options) override {
     if (size < 1 || rank < 0 || rank >= size) {

@@ -12,6 +12,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 #include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite::shm {
@@ -51,7 +52,7 @@ MeshSettings settings_from_knobs(const transport::MeshOptions& options) {
 }
 
 ShmMesh::ShmMesh(int rank, int size, const MeshSettings& settings)
-    : MatchingMesh(rank, size, "shm"), settings_(settings) {
+    : MatchingMesh(rank, size, transport::kShmTransport), settings_(settings) {
   eager_bytes_ = settings.eager_bytes;
   unexpected_limit_ = settings.unexpected_bytes;
   unexpected_knob_ = "GLOO_LITE_SHM_UNEXPECTED_BYTES";

@@ -3,6 +3,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 #include "transport_tcp/event_loop.h"
 #include "transport_tcp/interfaces.h"
 #include "transport_tcp/tcp_mesh.h"
@@ -15,7 +16,9 @@ class TcpDevice : public transport::Device {
   explicit TcpDevice(const SocketAddress& bind) : bind_(bind) {
     LOG_INFO("tcp", "TCP device on " << bind_.host());
   }
-  std::string name() const override { return "tcp " + bind_.host(); }
+  std::string name() const override {
+    return std::string(transport::kTcpTransport) + " " + bind_.host();
+  }
   std::unique_ptr<transport::Mesh> create_mesh(int rank, int size,
                                                const transport::MeshOptions& options) override {
     if (size < 1 || rank < 0 || rank >= size) {

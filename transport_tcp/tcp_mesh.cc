@@ -17,6 +17,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 
 namespace gloo_lite::tcp {
 namespace {
@@ -33,7 +34,7 @@ constexpr std::chrono::microseconds kReclaimRetry{200};
 
 TcpMesh::TcpMesh(EventLoop* loop, const SocketAddress& bind, int rank, int size,
                  const transport::MeshOptions& options)
-    : MatchingMesh(rank, size, "tcp"), loop_(loop) {
+    : MatchingMesh(rank, size, transport::kTcpTransport), loop_(loop) {
   eager_bytes_ = options.eager_bytes ? options.eager_bytes
                                      : static_cast<size_t>(knob_int("GLOO_LITE_TCP_EAGER_BYTES"));
   // A bound given by the caller holds for every peer.

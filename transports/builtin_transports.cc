@@ -3,6 +3,7 @@
 // library reaches them through builtin_transports().
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/transport/names.h"
 #include "gloo_lite/transport/table.h"
 #include "transport_shm/shm_device.h"
 #include "transport_tcp/tcp_device.h"
@@ -43,11 +44,11 @@ const std::vector<TransportEntry>& builtin_transports() {
   // Shared memory first: it serves only peers on this host (its can_connect), and makes
   // progress only while someone waits on it (no thread of its own).
   static const std::vector<TransportEntry> table = {
-      {"shm", create_shm, /*progresses_alone=*/false},
+      {kShmTransport, create_shm, /*progresses_alone=*/false},
 #ifdef GLOO_LITE_HAVE_IBVERBS
-      {"ibverbs", create_ibverbs, /*progresses_alone=*/true},
+      {kIbverbsTransport, create_ibverbs, /*progresses_alone=*/true},
 #endif
-      {"tcp", create_tcp, /*progresses_alone=*/true},
+      {kTcpTransport, create_tcp, /*progresses_alone=*/true},
   };
   return table;
 }

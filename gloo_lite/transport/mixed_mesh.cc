@@ -8,6 +8,7 @@
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
+#include "gloo_lite/transport/names.h"
 
 namespace gloo_lite::transport {
 namespace {
@@ -173,7 +174,7 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
       throw InvalidArgument(
           "GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
           std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " + name +
-          (name == "shm" ? " (shared memory connects ranks of one host only)" : "") +
+          (name == kShmTransport ? " (shared memory connects ranks of one host only)" : "") +
           "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
           "transport that reaches every rank (tcp)");
     }
