@@ -1,5 +1,5 @@
-// The mixed mesh: per-pair choice at connect, routing by peer, and the wait rule of
-// mixed_mesh.h.
+// The mixed mesh: per-pair choice at connect and routing by peer. Failure relay and the wait
+// rule of mixed_mesh.h are in mixed_wait.cc.
 #include "gloo_lite/transport/mixed_mesh.h"
 
 #include <algorithm>
@@ -12,12 +12,6 @@
 
 namespace gloo_lite::transport {
 namespace {
-
-// How long a wait over several sub-meshes sleeps in one of them before it drives and looks at
-// the others (rule 2 of mixed_mesh.h): long while they are idle (only a failure, or a first
-// record from a peer, can wait that long), short while a waiter-driven one has work in hand.
-constexpr std::chrono::milliseconds kFailureSlice{20};
-constexpr std::chrono::milliseconds kProgressSlice{1};
 
 // "1-3, 5, 7-8"
 std::string rank_ranges(const std::vector<int>& ranks) {
@@ -41,29 +35,6 @@ const LabelledAddress* find_part(const std::vector<LabelledAddress>& parts,
 }
 
 }  // namespace
-
-class MixedMesh::MixedRequest : public Request {
- public:
-  MixedRequest(MixedMesh* mesh, int sub, RequestPtr inner)
-      : mesh_(mesh), sub_(sub), inner_(std::move(inner)) {}
-  bool test() override {
-    try {
-      if (inner_->test()) return true;
-      // A poller drives the other waiter-driven sub-meshes as a waiter does (rule 2): a
-      // thread that only tests a TCP request must not leave a shared-memory peer stuck.
-      mesh_->drive_waiter_driven(sub_);
-      mesh_->relay_failures();  // a poller must learn of another sub-mesh's failure too
-      return inner_->test();
-    } catch (...) {
-      mesh_->rethrow_cause();  // this sub-mesh's failure reaches the others' peers (rule 5)
-    }
-  }
-  int source() const override { return inner_->source(); }
-
-  MixedMesh* mesh_;
-  int sub_;
-  RequestPtr inner_;
-};
 
 // A region registered with every sub-mesh: a message goes through the part of its peer's.
 class MixedMesh::MixedMemory : public Memory {
@@ -389,209 +360,6 @@ void MixedMesh::relay_abort(ErrorKind kind, const AbortCause& cause) {
 void MixedMesh::enter_collective(uint64_t tag, uint64_t fingerprint) {
   if (single_) return single_->enter_collective(tag, fingerprint);
   for (auto& sub : subs_) sub->mesh->enter_collective(tag, fingerprint);
-}
-
-AbortCause MixedMesh::failure_cause() {
-  if (single_) return single_->failure_cause();
-  relay_failures();  // the healthy sub-meshes carry the failed one's cause from here on
-  // The cause rules 3 and 5 chose (what a wait raised), else the first known.
-  const int cause = cause_sub();
-  if (cause >= 0) {
-    AbortCause chosen = subs_[cause]->mesh->failure_cause();
-    if (chosen.known()) return chosen;
-  }
-  for (auto& sub : subs_) {
-    AbortCause cause = sub->mesh->failure_cause();
-    if (cause.known()) return cause;
-  }
-  return {};
-}
-
-bool MixedMesh::found_here(const Sub& sub) const {
-  if (!sub.engine) return false;
-  return sub.engine->failure().kind == ErrorKind::kConnection &&
-         sub.engine->abort_cause().origin == rank_;
-}
-
-int MixedMesh::cause_sub() {
-  int first = -1;
-  bool healthy_waiter_driven = false;
-  for (size_t i = 0; i < subs_.size(); ++i) {
-    const Sub& sub = *subs_[i];
-    if (!sub.engine) continue;
-    if (!sub.engine->failure().failed()) {
-      healthy_waiter_driven = healthy_waiter_driven || !sub.transport.progresses_alone;
-    } else if (first < 0) {
-      first = static_cast<int>(i);
-    }
-  }
-  if (first < 0 || !found_here(*subs_[first])) return first;
-  // Rule 5: a look at what the waiter-driven sub-meshes hold before a lost connection is taken
-  // as the cause. Their own failures are read just below, whatever this round raised.
-  if (healthy_waiter_driven) {
-    for (size_t i = 0; i < subs_.size(); ++i) {
-      Sub& sub = *subs_[i];
-      if (sub.transport.progresses_alone) continue;
-      try {  // each on its own: one that throws must not keep the others from their round
-        sub.mesh->wait_until({}, Deadline::never(), Deadline::after(std::chrono::milliseconds(0)));
-      } catch (...) {
-      }
-    }
-  }
-  for (size_t i = 0; i < subs_.size(); ++i) {
-    const Sub& sub = *subs_[i];
-    if (sub.engine && sub.engine->failure().failed() && !found_here(sub)) {
-      return static_cast<int>(i);
-    }
-  }
-  return first;
-}
-
-void MixedMesh::relay_failures() {
-  if (single_) return;
-  const int cause = cause_sub();
-  if (cause < 0) return;
-  Sub& failed = *subs_[cause];
-  Failure failure = failed.engine->failure();
-  for (auto& other : subs_) {
-    if (other.get() == &failed) continue;
-    if (other->engine) {
-      if (other->engine->failure().failed()) continue;
-      LOG_DEBUG("context", "rank " << rank_ << ": the " << failed.transport.name
-                                   << " pairs failed; failing the " << other->transport.name
-                                   << " pairs with them");
-      // The cause as it came (its origin, its text), not this rank's message about it.
-      other->engine->relay_abort(failure.kind, failed.engine->abort_cause());
-    } else {
-      other->mesh->abort(failure.message);
-    }
-  }
-}
-
-void MixedMesh::rethrow_cause() {
-  relay_failures();
-  try {
-    throw;
-  } catch (const ConnectionError&) {
-    // Rule 5: a connection this rank lost, with a peer's abort found behind it, raises that.
-    const int cause = cause_sub();
-    bool lost_here = false;
-    for (const auto& sub : subs_) lost_here = lost_here || found_here(*sub);
-    if (cause >= 0 && lost_here && !found_here(*subs_[cause])) {
-      Failure failure = subs_[cause]->engine->failure();
-      throw_error(failure.kind, failure.message);
-    }
-    throw;
-  }
-}
-
-bool MixedMesh::drive_waiter_driven(int except) {
-  bool busy = false;
-  for (size_t i = 0; i < subs_.size(); ++i) {
-    Sub& sub = *subs_[i];
-    if (sub.transport.progresses_alone || static_cast<int>(i) == except) continue;
-    // An empty wait whose `until` has passed: one round of progress (inboxes read, queued
-    // output pushed, liveness checked when due) and no sleep, whatever this rank has posted.
-    sub.mesh->wait_until({}, Deadline::never(), Deadline::after(std::chrono::milliseconds(0)));
-    // A transport off the shared engine cannot say: taken as busy (short slices).
-    busy = busy || sub.engine == nullptr || sub.engine->has_work_for_waiter();
-  }
-  return busy;
-}
-
-bool MixedMesh::wait_until(const std::vector<RequestPtr>& requests, const Deadline& deadline,
-                           const Deadline& until) {
-  if (single_) return single_->wait_until(requests, deadline, until);
-  const size_t n = subs_.size();
-  std::vector<std::vector<RequestPtr>> groups(n);
-  for (const auto& request : requests) {
-    auto& mixed = static_cast<MixedRequest&>(*request);
-    groups[mixed.sub_].push_back(mixed.inner_);
-  }
-  // Rule 1: groups of waiter-driven transports first, in table order.
-  std::vector<size_t> order;
-  for (bool alone : {false, true}) {
-    for (size_t i = 0; i < n; ++i) {
-      if (groups[i].empty() || subs_[i]->transport.progresses_alone != alone) continue;
-      order.push_back(i);
-    }
-  }
-  // Rule 4: nothing stays in flight when one group throws.
-  auto cancel_all = [&] {
-    for (size_t index : order) {
-      for (const auto& request : groups[index]) subs_[index]->mesh->cancel(request);
-    }
-  };
-  // A look at one group that never times out: the deadline is this loop's, below, so that a
-  // timeout names the late peers of every group at once.
-  auto look = [&](size_t index, const Deadline& slice) {
-    try {
-      return subs_[index]->mesh->wait_until(groups[index], Deadline::never(), slice);
-    } catch (...) {
-      cancel_all();
-      // A failure of this sub-mesh (a collective mismatch it found, a lost peer) must reach
-      // the peers of the others now: the caller fails without telling peers what a transport
-      // already told its own.
-      rethrow_cause();
-    }
-  };
-  const Deadline bound = until.earlier(deadline);
-  std::vector<bool> done(n, false);
-  while (true) {
-    relay_failures();  // rule 3
-    if (deadline.expired()) {
-      // Each late group's own TimeoutError names its peers and cancels its requests.
-      std::string late;
-      for (size_t index : order) {
-        if (done[index]) continue;
-        try {
-          subs_[index]->mesh->wait_until(groups[index], deadline, deadline);
-        } catch (const TimeoutError& e) {
-          late += (late.empty() ? "" : " | ") + subs_[index]->transport.name + ": " + e.what();
-        } catch (...) {
-          cancel_all();
-          rethrow_cause();
-        }
-      }
-      if (late.empty()) return true;  // they completed meanwhile
-      throw TimeoutError(late);
-    }
-    std::vector<size_t> pending;
-    for (size_t index : order) {
-      if (done[index]) continue;
-      if (look(index, Deadline::after(std::chrono::milliseconds(0)))) {
-        done[index] = true;
-      } else {
-        pending.push_back(index);
-      }
-    }
-    if (pending.empty()) return true;
-    if (bound.expired() && !deadline.expired()) return false;  // `until` came first
-    // The groups this thread will not sleep in: a test of their first pending request hands
-    // what their waits left behind back to their own progress engine at once (TCP's parked
-    // sockets would otherwise wait up to 2 ms for its event loop to take them back).
-    for (size_t i = 1; i < pending.size(); ++i) {
-      try {
-        for (const auto& request : groups[pending[i]]) {
-          if (!request->test()) break;
-        }
-      } catch (...) {
-        cancel_all();
-        rethrow_cause();
-      }
-    }
-    // Rule 2: every waiter-driven sub-mesh but the one this thread sleeps in moves now, and
-    // after every slice, whether or not this wait holds requests of it.
-    bool busy = false;
-    try {
-      busy = drive_waiter_driven(static_cast<int>(pending.front()));
-    } catch (...) {
-      cancel_all();
-      rethrow_cause();
-    }
-    auto slice = Deadline::after(busy ? kProgressSlice : kFailureSlice);
-    if (look(pending.front(), bound.earlier(slice))) done[pending.front()] = true;
-  }
 }
 
 }  // namespace gloo_lite::transport

@@ -147,6 +147,17 @@ class MixedMesh : public Mesh {
   // (an index into subs_; -1: none) (rule 2). True when one of them has work in hand, so
   // that the next slice must be short.
   bool drive_waiter_driven(int except);
+  // mixed_wait.cc, wait_until's steps.
+  struct Groups;
+  Groups group(const std::vector<RequestPtr>& requests) const;
+  // In a handler of a failed look: cancels every group's requests (rule 4), rethrows the cause.
+  [[noreturn]] void fail_wait(const Groups& groups);
+  // One wait on group `index` until `slice` (no deadline of its own); whether it is done.
+  bool look(Groups& groups, size_t index, const Deadline& slice);
+  // At the deadline: throws one TimeoutError naming every late group's peers; true when they
+  // all completed meanwhile.
+  bool time_out(const Groups& groups, const Deadline& deadline);
+  void hand_back(const Groups& groups, const std::vector<size_t>& others);
   // Whether `sub` failed of a connection failure this rank found itself (a lost peer, a
   // protocol error), not of a peer's abort.
   bool found_here(const Sub& sub) const;
@@ -161,6 +172,19 @@ class MixedMesh : public Mesh {
   Mesh* single_ = nullptr;        // the only sub-mesh, when one serves every peer
   // Transports whose mesh could not be created on this rank (name, why): not offered.
   std::vector<std::pair<std::string, std::string>> unavailable_;
+};
+
+// A request of one sub-mesh (test() in mixed_wait.cc).
+class MixedMesh::MixedRequest : public Request {
+ public:
+  MixedRequest(MixedMesh* mesh, int sub, RequestPtr inner)
+      : mesh_(mesh), sub_(sub), inner_(std::move(inner)) {}
+  bool test() override;
+  int source() const override { return inner_->source(); }
+
+  MixedMesh* mesh_;
+  int sub_;  // index into subs_
+  RequestPtr inner_;
 };
 
 }  // namespace gloo_lite::transport
