@@ -158,6 +158,11 @@ class ShmMesh : public transport::MatchingMesh {
   bool drain(Pair& pair);
   // One record; false: stop reading this inbox for now (held back, or the pair closed).
   bool dispatch(Pair& pair, const Record& record, const uint8_t* payload);
+  // dispatch's cases with a body, and the protocol error of a malformed record (false).
+  bool on_eager_record(Pair& pair, const Record& record, const uint8_t* payload);
+  bool on_clear_to_send_record(Pair& pair, const Record& record);
+  bool on_data_record(Pair& pair, const Record& record, const uint8_t* payload);
+  bool reject_record(Pair& pair, const Record& record);
   void on_close_notice(Pair& pair, CloseState state);
   // A record from `pair` named an operation with another peer: fails `op` (if it was taken)
   // and the pair; false.

@@ -211,73 +211,18 @@ bool ShmMesh::drain(Pair& pair) {
 bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload) {
   const int peer = pair.peer;
   switch (static_cast<RecordKind>(record.kind)) {
-    case RecordKind::kEager: {
-      if (record.payload_bytes != record.length) break;
-      OpPtr op = match_posted(peer, record.tag);
-      if (op) {
-        // A message of another call aborts the mesh: its payload is never copied.
-        if (!same_call(peer, op, record.fingerprint)) return false;
-        if (op->bytes_ != record.length) {
-          reject_size(peer, op, record.length);
-          return false;
-        }
-        if (record.length > 0) std::memcpy(op->data_, payload, record.length);
-        complete(op);
-        return true;
-      }
-      // Back-pressure: leave it in the ring until receives drain the unexpected queue.
-      if (!pair.closing && !unexpected_has_room(record.length)) return false;
-      auto message = new_unexpected(peer, record.length, record.fingerprint);
-      if (record.length > 0) std::memcpy(message->payload.data(), payload, record.length);
-      queue_unexpected(record.tag, std::move(message));
-      return true;
-    }
+    case RecordKind::kEager:
+      return on_eager_record(pair, record, payload);
     case RecordKind::kReadyToSend:
       // One cancelled before we read this still matches a receive, which then fails
       // (send_clear_to_send finds it in `cancelled`), as when the cancel comes later.
       pair.announced[record.a] = record.b;
       on_ready_to_send(peer, record.tag, record.length, record.a, record.fingerprint);
       return pair.open;
-    case RecordKind::kClearToSend: {
-      OpPtr op = take_send_awaiting_clearance(record.a);
-      if (op && op->peers_[0] != peer) return reject_foreign_id(pair, op, "clear-to-send");
-      LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(record.a);
-      if (!op && answer == LostSendAnswer::kAbort) {
-        // The send failed with this context (say, another peer died): the receiver learns
-        // that cause, not a cancel that reads like a timeout.
-        write_abort(pair, mesh_failure().kind, mesh_failure().message);
-        fail_pair(pair, mesh_failure().kind, mesh_failure().message);
-        return false;
-      }
-      if (!op && answer == LostSendAnswer::kNothing) return true;  // this rank's abort follows
-      if (!op) {
-        queue_control(pair, RecordKind::kSendCancelled, record.b, 0);
-        return true;
-      }
-      OutRecord out;
-      out.record = make_record(RecordKind::kData, record.b, 0);
-      out.record.length = op->bytes_;
-      out.op = op;
-      out.stream = true;
-      queue_record(pair, std::move(out));
-      return true;
-    }
-    case RecordKind::kData: {
-      auto found = incoming_.find(record.a);
-      if (found == incoming_.end()) return true;  // for a cancelled receive: dropped
-      Incoming& incoming = found->second;
-      if (incoming.op->source_ != peer) return reject_foreign_id(pair, nullptr, "data");
-      if (record.b > incoming.op->bytes_ || record.payload_bytes > incoming.op->bytes_ - record.b) {
-        break;
-      }
-      std::memcpy(incoming.op->data_ + record.b, payload, record.payload_bytes);
-      incoming.received += record.payload_bytes;
-      if (incoming.received >= incoming.op->bytes_) {
-        incoming_.erase(found);
-        if (OpPtr op = take_receive_awaiting_data(record.a)) complete(op);
-      }
-      return true;
-    }
+    case RecordKind::kClearToSend:
+      return on_clear_to_send_record(pair, record);
+    case RecordKind::kData:
+      return on_data_record(pair, record, payload);
     case RecordKind::kDone:
       if (OpPtr op = take_send_awaiting_clearance(record.a)) {
         if (op->peers_[0] != peer) return reject_foreign_id(pair, op, "done");
@@ -298,10 +243,79 @@ bool ShmMesh::dispatch(Pair& pair, const Record& record, const uint8_t* payload)
     case RecordKind::kSkip:
       return true;
   }
-  lose_pair(pair, "protocol error in the ring from " + describe_peer(peer) + ": record kind " +
+  return reject_record(pair, record);
+}
+
+bool ShmMesh::reject_record(Pair& pair, const Record& record) {
+  lose_pair(pair, "protocol error in the ring from " + describe_peer(pair.peer) + ": record kind " +
                       std::to_string(record.kind) + " with " +
                       std::to_string(record.payload_bytes) + " payload bytes is invalid");
   return false;
+}
+
+bool ShmMesh::on_eager_record(Pair& pair, const Record& record, const uint8_t* payload) {
+  const int peer = pair.peer;
+  if (record.payload_bytes != record.length) return reject_record(pair, record);
+  OpPtr op = match_posted(peer, record.tag);
+  if (op) {
+    // A message of another call aborts the mesh: its payload is never copied.
+    if (!same_call(peer, op, record.fingerprint)) return false;
+    if (op->bytes_ != record.length) {
+      reject_size(peer, op, record.length);
+      return false;
+    }
+    if (record.length > 0) std::memcpy(op->data_, payload, record.length);
+    complete(op);
+    return true;
+  }
+  // Back-pressure: leave it in the ring until receives drain the unexpected queue.
+  if (!pair.closing && !unexpected_has_room(record.length)) return false;
+  auto message = new_unexpected(peer, record.length, record.fingerprint);
+  if (record.length > 0) std::memcpy(message->payload.data(), payload, record.length);
+  queue_unexpected(record.tag, std::move(message));
+  return true;
+}
+
+bool ShmMesh::on_clear_to_send_record(Pair& pair, const Record& record) {
+  OpPtr op = take_send_awaiting_clearance(record.a);
+  if (op && op->peers_[0] != pair.peer) return reject_foreign_id(pair, op, "clear-to-send");
+  LostSendAnswer answer = op ? LostSendAnswer::kCancelled : answer_for_lost_send(record.a);
+  if (!op && answer == LostSendAnswer::kAbort) {
+    // The send failed with this context (say, another peer died): the receiver learns that
+    // cause, not a cancel that reads like a timeout.
+    write_abort(pair, mesh_failure().kind, mesh_failure().message);
+    fail_pair(pair, mesh_failure().kind, mesh_failure().message);
+    return false;
+  }
+  if (!op && answer == LostSendAnswer::kNothing) return true;  // this rank's abort follows
+  if (!op) {
+    queue_control(pair, RecordKind::kSendCancelled, record.b, 0);
+    return true;
+  }
+  OutRecord out;
+  out.record = make_record(RecordKind::kData, record.b, 0);
+  out.record.length = op->bytes_;
+  out.op = op;
+  out.stream = true;
+  queue_record(pair, std::move(out));
+  return true;
+}
+
+bool ShmMesh::on_data_record(Pair& pair, const Record& record, const uint8_t* payload) {
+  auto found = incoming_.find(record.a);
+  if (found == incoming_.end()) return true;  // for a cancelled receive: dropped
+  Incoming& incoming = found->second;
+  if (incoming.op->source_ != pair.peer) return reject_foreign_id(pair, nullptr, "data");
+  if (record.b > incoming.op->bytes_ || record.payload_bytes > incoming.op->bytes_ - record.b) {
+    return reject_record(pair, record);
+  }
+  std::memcpy(incoming.op->data_ + record.b, payload, record.payload_bytes);
+  incoming.received += record.payload_bytes;
+  if (incoming.received >= incoming.op->bytes_) {
+    incoming_.erase(found);
+    if (OpPtr op = take_receive_awaiting_data(record.a)) complete(op);
+  }
+  return true;
 }
 
 bool ShmMesh::reject_foreign_id(Pair& pair, const OpPtr& op, const char* what) {
