@@ -22,6 +22,8 @@
 namespace gloo_lite::tcp {
 namespace {
 
+// The most pairs one waiting thread drives (reads itself) at once; the loop serves the rest.
+constexpr size_t kMaxDriven = 64;
 // The longest a pair stays parked before the event loop takes it back: the bound on how late a
 // message is read (a clear-to-send answered, an abort or a dead peer noticed) while no thread
 // waits on the mesh. The loop takes back pairs parked for at least half of it.
@@ -115,48 +117,56 @@ bool TcpMesh::wait_until(const std::vector<transport::RequestPtr>& requests,
 // this thread cannot drive (another one does, or nothing to read) and should sleep instead.
 bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
                     std::unique_lock<std::mutex>& lock, std::vector<Pair*>& driven) {
-  constexpr size_t kMaxDriven = 64;
   if (!driver_wake_.valid()) return false;
-  if (driven.empty()) {
-    for (const auto& request : requests) {
-      const Op& op = static_cast<const Op&>(*request);
-      if (op.status_ != Op::Status::kPending) continue;
-      for (int peer : op.source_ >= 0 ? std::vector<int>{op.source_} : op.peers_) {
-        Pair* pair = pairs_[peer].get();
-        if (!pair->open_ || pair->owner_ == Owner::kDriven) continue;
-        if (driver_active_) {
-          // Another thread drives: it serves its own pairs, the loop must serve ours.
-          if (pair->owner_ == Owner::kParked) unpark(*pair);
-          continue;
-        }
-        if (pair->rx_state_ == RxState::kBlocked) continue;
-        if (driven.size() == kMaxDriven) break;
-        bool from_loop = pair->owner_ == Owner::kLoop;
-        pair->owner_ = Owner::kDriven;
-        if (from_loop) update_interest(*pair);  // one epoll_ctl; a parked pair needs none
-        driven.push_back(pair);
+  if (driven.empty()) return start_driving(requests, driven);
+  drive_once(deadline, lock, driven);
+  return true;
+}
+
+bool TcpMesh::start_driving(const std::vector<transport::RequestPtr>& requests,
+                            std::vector<Pair*>& driven) {
+  for (const auto& request : requests) {
+    const Op& op = static_cast<const Op&>(*request);
+    if (op.status_ != Op::Status::kPending) continue;
+    for (int peer : op.source_ >= 0 ? std::vector<int>{op.source_} : op.peers_) {
+      Pair* pair = pairs_[peer].get();
+      if (!pair->open_ || pair->owner_ == Owner::kDriven) continue;
+      if (driver_active_) {
+        // Another thread drives: it serves its own pairs, the loop must serve ours.
+        if (pair->owner_ == Owner::kParked) unpark(*pair);
+        continue;
       }
+      if (pair->rx_state_ == RxState::kBlocked) continue;
+      if (driven.size() == kMaxDriven) break;
+      bool from_loop = pair->owner_ == Owner::kLoop;
+      pair->owner_ = Owner::kDriven;
+      if (from_loop) update_interest(*pair);  // one epoll_ctl; a parked pair needs none
+      driven.push_back(pair);
     }
-    if (driven.empty()) return false;
-    size_t needed = driven.size();
-    // Adopt every other parked pair too: a waiting thread serves them as the loop would
-    // (a clear-to-send, an abort, the next step's message), at no extra system call.
-    // Past kMaxDriven they go back to the loop: a later park must not postpone their reclaim.
-    for (auto& pair : pairs_) {
-      if (!pair || !pair->open_ || pair->owner_ != Owner::kParked) continue;
-      if (driven.size() == kMaxDriven) {
-        unpark(*pair);
-      } else {
-        pair->owner_ = Owner::kDriven;
-        driven.push_back(pair.get());
-      }
-    }
-    driver_active_ = true;
-    driver_thread_ = std::this_thread::get_id();
-    // Read what already arrived before sleeping: one recv when the message is there.
-    for (size_t i = 0; i < needed; ++i) read_pair(*driven[i]);
-    return true;
   }
+  if (driven.empty()) return false;
+  size_t needed = driven.size();
+  // Adopt every other parked pair too: a waiting thread serves them as the loop would (a
+  // clear-to-send, an abort, the next step's message), at no extra system call. Past
+  // kMaxDriven they go back to the loop: a later park must not postpone their reclaim.
+  for (auto& pair : pairs_) {
+    if (!pair || !pair->open_ || pair->owner_ != Owner::kParked) continue;
+    if (driven.size() == kMaxDriven) {
+      unpark(*pair);
+    } else {
+      pair->owner_ = Owner::kDriven;
+      driven.push_back(pair.get());
+    }
+  }
+  driver_active_ = true;
+  driver_thread_ = std::this_thread::get_id();
+  // Read what already arrived before sleeping: one recv when the message is there.
+  for (size_t i = 0; i < needed; ++i) read_pair(*driven[i]);
+  return true;
+}
+
+void TcpMesh::drive_once(const Deadline& deadline, std::unique_lock<std::mutex>& lock,
+                         const std::vector<Pair*>& driven) {
   std::vector<pollfd> fds;
   fds.push_back({driver_wake_.get(), POLLIN, 0});
   for (Pair* pair : driven) {
@@ -178,7 +188,7 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
   lock.unlock();
   int ready = poll_driven(fds, deadline);
   lock.lock();
-  if (ready <= 0) return true;
+  if (ready <= 0) return;
   if (fds[0].revents & POLLIN) {
     uint64_t drained = 0;
     ssize_t ignored = ::read(driver_wake_.get(), &drained, sizeof(drained));
@@ -189,7 +199,6 @@ bool TcpMesh::drive(const std::vector<transport::RequestPtr>& requests, const De
     if ((revents & (POLLIN | POLLHUP | POLLERR)) && driven[i]->open_) read_pair(*driven[i]);
     if ((revents & POLLOUT) && driven[i]->open_) write_pair(*driven[i]);
   }
-  return true;
 }
 
 // Polling first saves the wake-up (scheduler latency, often more than the message's own time on

@@ -154,6 +154,11 @@ class TcpMesh : public transport::MatchingMesh {
   // most likely empty; whoever watches it, loop or waiter, is level-triggered) unless `drain`.
   void read_pair(Pair& pair, bool drain = false);
   void read_frames(Pair& pair, bool drain);  // read_pair's loop
+  // Dispatches the frames and payload bytes staged (until blocked, or a partial header).
+  void consume_staged(Pair& pair);
+  // One recv, straight into a large payload's destination or into the staging buffer;
+  // *short_read: it did not fill what it asked for. Returns recv's result (errno as it left it).
+  ssize_t receive(Pair& pair, bool* short_read);
   void write_pair(Pair& pair);
   // The socket calls of a pair, through its TLS channel when it has one (::recv and
   // ::sendmsg's conventions), and the text of the last error.
@@ -261,6 +266,12 @@ class TcpMesh : public transport::MatchingMesh {
   void wake_polling_waiter() override;
   bool drive(const std::vector<transport::RequestPtr>& requests, const Deadline& deadline,
              std::unique_lock<std::mutex>& lock, std::vector<Pair*>& driven);
+  // drive()'s two steps: taking the pairs the requests need (and the parked ones) from the
+  // loop, then each round, one poll of them and what it found read or written.
+  bool start_driving(const std::vector<transport::RequestPtr>& requests,
+                     std::vector<Pair*>& driven);
+  void drive_once(const Deadline& deadline, std::unique_lock<std::mutex>& lock,
+                  const std::vector<Pair*>& driven);
   void stop_driving(std::vector<Pair*>& driven);
   // Gives a parked pair back to the event loop now.
   void unpark(Pair& pair);

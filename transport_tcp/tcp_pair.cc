@@ -99,88 +99,89 @@ void TcpMesh::read_frames(Pair& pair, bool drain) {
   if (pair.stage_.empty()) pair.stage_.resize(kStageBytes);
   bool short_read = false;
   while (pair.open_) {
-    // Consume what is staged.
-    while (pair.open_ && pair.rx_state_ != RxState::kBlocked &&
-           pair.stage_end_ > pair.stage_begin_) {
-      size_t staged = pair.stage_end_ - pair.stage_begin_;
-      if (pair.rx_state_ == RxState::kHeader) {
-        if (staged < wire::kHeaderBytes) break;
-        if (!wire::decode_header(&pair.stage_[pair.stage_begin_], &pair.rx_header_)) {
-          lose_pair(pair, "protocol error on the connection to " + describe_peer(pair.peer_) +
-                              ": a frame header is corrupt (a stranger on the port, or memory "
-                              "corruption in the peer)");
-          return;
-        }
-        pair.stage_begin_ += wire::kHeaderBytes;
-        on_frame_header(pair);
-      } else {
-        size_t n = std::min(staged, pair.rx_left_);
-        if (pair.rx_target_ != nullptr) {
-          std::memcpy(pair.rx_target_, &pair.stage_[pair.stage_begin_], n);
-          pair.rx_target_ += n;
-        }
-        pair.stage_begin_ += n;
-        pair.rx_left_ -= n;
-        if (pair.rx_left_ == 0) on_payload_done(pair);
-      }
-    }
+    consume_staged(pair);
     if (!pair.open_ || pair.rx_state_ == RxState::kBlocked) return;
     // The last staged recv did not fill its buffer: the socket is most likely empty, and a
     // second recv would only return EAGAIN. The loop's epoll and the waiter's poll are
     // level-triggered, so whatever arrives meanwhile is reported again. (Direct reads of large
     // payloads keep reading: on a busy stream the next recv usually finds more.)
     if (short_read && !drain && pair.write_error_.empty()) return;
-
-    ssize_t n;
-    size_t asked;
-    bool direct = pair.rx_state_ == RxState::kPayload && pair.rx_target_ != nullptr &&
-                  pair.rx_left_ >= kDirectReadMin && pair.stage_begin_ == pair.stage_end_;
-    if (direct) {
-      asked = pair.rx_left_;
-      n = pair_recv(pair, pair.rx_target_, asked);
-    } else {
-      // Keep a partial header at the front so the staging buffer never overflows.
-      size_t staged = pair.stage_end_ - pair.stage_begin_;
-      if (pair.stage_begin_ > 0) {
-        std::memmove(pair.stage_.data(), &pair.stage_[pair.stage_begin_], staged);
-        pair.stage_begin_ = 0;
-        pair.stage_end_ = staged;
-      }
-      asked = pair.stage_.size() - staged;
-      if (pair.segment_follows_ && staged < wire::kHeaderBytes) asked = wire::kHeaderBytes - staged;
-      n = pair_recv(pair, &pair.stage_[pair.stage_end_], asked);
-    }
-    if (n > 0) {
-      // Over TLS a read ends at a record's end, and the next may wait decrypted in the channel,
-      // where epoll cannot see it: short only when the channel holds nothing either.
-      short_read =
-          !direct && static_cast<size_t>(n) < asked && !(pair.tls_ && pair.tls_->buffered());
-      if (direct) {
-        pair.rx_target_ += n;
-        pair.rx_left_ -= static_cast<size_t>(n);
-        if (pair.rx_left_ == 0) on_payload_done(pair);
-      } else {
-        pair.stage_end_ += static_cast<size_t>(n);
-      }
-      continue;
-    }
-    if (n == 0) {
-      if (closed_) {
-        // We said goodbye and the peer closed its end in answer: the normal end of a pair.
-        pair.open_ = false;
-        return;
-      }
-      lose_connection(pair, "lost the connection to " + describe_peer(pair.peer_) +
-                                ": the peer closed it without saying goodbye (did rank " +
-                                std::to_string(pair.peer_) + " crash, get killed or exit early?)");
+    ssize_t n = receive(pair, &short_read);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n == 0 && closed_) {
+      // We said goodbye and the peer closed its end in answer: the normal end of a pair.
+      pair.open_ = false;
       return;
     }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-    if (errno == EINTR) continue;
     lose_connection(
-        pair, "lost the connection to " + describe_peer(pair.peer_) + ": " + pair_error(pair));
+        pair,
+        n == 0 ? "lost the connection to " + describe_peer(pair.peer_) +
+                     ": the peer closed it without saying goodbye (did rank " +
+                     std::to_string(pair.peer_) + " crash, get killed or exit early?)"
+               : "lost the connection to " + describe_peer(pair.peer_) + ": " + pair_error(pair));
     return;
   }
+}
+
+void TcpMesh::consume_staged(Pair& pair) {
+  while (pair.open_ && pair.rx_state_ != RxState::kBlocked && pair.stage_end_ > pair.stage_begin_) {
+    size_t staged = pair.stage_end_ - pair.stage_begin_;
+    if (pair.rx_state_ == RxState::kHeader) {
+      if (staged < wire::kHeaderBytes) return;
+      if (!wire::decode_header(&pair.stage_[pair.stage_begin_], &pair.rx_header_)) {
+        lose_pair(pair, "protocol error on the connection to " + describe_peer(pair.peer_) +
+                            ": a frame header is corrupt (a stranger on the port, or memory "
+                            "corruption in the peer)");
+        return;
+      }
+      pair.stage_begin_ += wire::kHeaderBytes;
+      on_frame_header(pair);
+    } else {
+      size_t n = std::min(staged, pair.rx_left_);
+      if (pair.rx_target_ != nullptr) {
+        std::memcpy(pair.rx_target_, &pair.stage_[pair.stage_begin_], n);
+        pair.rx_target_ += n;
+      }
+      pair.stage_begin_ += n;
+      pair.rx_left_ -= n;
+      if (pair.rx_left_ == 0) on_payload_done(pair);
+    }
+  }
+}
+
+ssize_t TcpMesh::receive(Pair& pair, bool* short_read) {
+  ssize_t n;
+  size_t asked;
+  bool direct = pair.rx_state_ == RxState::kPayload && pair.rx_target_ != nullptr &&
+                pair.rx_left_ >= kDirectReadMin && pair.stage_begin_ == pair.stage_end_;
+  if (direct) {
+    asked = pair.rx_left_;
+    n = pair_recv(pair, pair.rx_target_, asked);
+  } else {
+    // Keep a partial header at the front so the staging buffer never overflows.
+    size_t staged = pair.stage_end_ - pair.stage_begin_;
+    if (pair.stage_begin_ > 0) {
+      std::memmove(pair.stage_.data(), &pair.stage_[pair.stage_begin_], staged);
+      pair.stage_begin_ = 0;
+      pair.stage_end_ = staged;
+    }
+    asked = pair.stage_.size() - staged;
+    if (pair.segment_follows_ && staged < wire::kHeaderBytes) asked = wire::kHeaderBytes - staged;
+    n = pair_recv(pair, &pair.stage_[pair.stage_end_], asked);
+  }
+  if (n <= 0) return n;  // errno as the recv left it
+  // Over TLS a read ends at a record's end, and the next may wait decrypted in the channel,
+  // where epoll cannot see it: short only when the channel holds nothing either.
+  *short_read = !direct && static_cast<size_t>(n) < asked && !(pair.tls_ && pair.tls_->buffered());
+  if (direct) {
+    pair.rx_target_ += n;
+    pair.rx_left_ -= static_cast<size_t>(n);
+    if (pair.rx_left_ == 0) on_payload_done(pair);
+  } else {
+    pair.stage_end_ += static_cast<size_t>(n);
+  }
+  return n;
 }
 
 void TcpMesh::write_pair(Pair& pair) {
