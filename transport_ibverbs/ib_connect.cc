@@ -73,40 +73,54 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) {
       control_addresses[p] = control_->address();
-      continue;
-    }
-    if (!served(p)) {
+    } else if (!served(p)) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (peers_[p] && peers_[p]->qp) ibv_destroy_qp(peers_[p]->qp);
       peers_[p].reset();
-      continue;
+    } else {
+      control_addresses[p] = read_address(*peers_[p], addresses[p]);
     }
-    std::vector<std::string> fields = split(addresses[p], '|');
-    std::vector<std::string> qpns =
-        fields.size() == 7 ? split(fields[6], ',') : std::vector<std::string>{};
-    Peer& peer = *peers_[p];
-    bool ok = fields.size() == 7 && fields[0] == "ib1" && static_cast<int>(qpns.size()) == size_ &&
-              unhex(fields[2], peer.remote.gid, 16);
-    if (ok) {
-      try {
-        peer.remote.lid = static_cast<uint16_t>(std::stoul(fields[3]));
-        peer.remote.mtu = static_cast<ibv_mtu>(std::stoi(fields[4]));
-        peer.remote.psn = static_cast<uint32_t>(std::stoul(fields[5]));
-        peer.remote.qpn = static_cast<uint32_t>(std::stoul(qpns[rank_]));
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok) {
-      throw InvalidArgument("rank " + std::to_string(p) + " published '" + addresses[p] +
-                            "', which is not an ibverbs address: every rank must use the same "
-                            "transport (GLOO_LITE_TRANSPORT)");
-    }
-    peer.control_address = fields[1];
-    control_addresses[p] = fields[1];
   }
-  control_->connect(control_addresses, context_id, deadline);
+  control_->connect(control_addresses, context_id, deadline);  // (1)
+  connect_queue_pairs(deadline);                               // (2), (3)
+  exchange_hellos(context_id, deadline);                       // (4)
+  for (auto& peer : peers_) {                                  // (5)
+    if (peer) {
+      peer->lifeline = control_->recv(peer->rank, kLifelineTag, *lifeline_memory_,
+                                      static_cast<size_t>(size_ + peer->rank), 1);
+    }
+  }
+  int connected = 0;
+  for (auto& peer : peers_) connected += peer ? 1 : 0;
+  LOG_DEBUG("ibverbs", "rank " << rank_ << " connected " << connected << " queue pairs");
+}
 
+std::string IbMesh::read_address(Peer& peer, const std::string& address) {
+  std::vector<std::string> fields = split(address, '|');
+  std::vector<std::string> qpns =
+      fields.size() == 7 ? split(fields[6], ',') : std::vector<std::string>{};
+  bool ok = fields.size() == 7 && fields[0] == "ib1" && static_cast<int>(qpns.size()) == size_ &&
+            unhex(fields[2], peer.remote.gid, 16);
+  if (ok) {
+    try {
+      peer.remote.lid = static_cast<uint16_t>(std::stoul(fields[3]));
+      peer.remote.mtu = static_cast<ibv_mtu>(std::stoi(fields[4]));
+      peer.remote.psn = static_cast<uint32_t>(std::stoul(fields[5]));
+      peer.remote.qpn = static_cast<uint32_t>(std::stoul(qpns[rank_]));
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    throw InvalidArgument("rank " + std::to_string(peer.rank) + " published '" + address +
+                          "', which is not an ibverbs address: every rank must use the same "
+                          "transport (GLOO_LITE_TRANSPORT)");
+  }
+  peer.control_address = fields[1];
+  return fields[1];
+}
+
+void IbMesh::connect_queue_pairs(const Deadline& deadline) {
   LocalPort local = device_->local_port(psn_);
   for (auto& peer : peers_) {
     if (peer) connect_rc_qp(peer->qp, local, peer->remote);
@@ -119,7 +133,9 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
                                    static_cast<size_t>(size_ + peer->rank), 1));
   }
   control_->wait(ready, deadline);
+}
 
+void IbMesh::exchange_hellos(uint64_t context_id, const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (auto& peer : peers_) {
     if (!peer) continue;
@@ -138,7 +154,7 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
       if (peer && !peer->hello)
         missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
     }
-    if (missing.empty()) break;
+    if (missing.empty()) return;
     if (deadline.expired()) {
       throw TimeoutError("rank " + std::to_string(rank_) +
                          ": the ibverbs handshake (hello over each queue pair) never completed "
@@ -150,15 +166,6 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
     auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
     completed_.wait_until(lock, std::min(slice, deadline.time_point()));
   }
-  for (auto& peer : peers_) {
-    if (peer) {
-      peer->lifeline = control_->recv(peer->rank, kLifelineTag, *lifeline_memory_,
-                                      static_cast<size_t>(size_ + peer->rank), 1);
-    }
-  }
-  int connected = 0;
-  for (auto& peer : peers_) connected += peer ? 1 : 0;
-  LOG_DEBUG("ibverbs", "rank " << rank_ << " connected " << connected << " queue pairs");
 }
 
 void IbMesh::check_lifelines() {

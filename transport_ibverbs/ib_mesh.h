@@ -173,12 +173,24 @@ class IbMesh : public transport::MatchingMesh {
   // Op::test(): completions are only seen by polling the CQ.
   void make_progress() override { poll_cq(); }
 
+  // connect()'s steps (ib_connect.cc). The peer's side-channel address, its QP's remote end
+  // taken from its published address.
+  std::string read_address(Peer& peer, const std::string& address);
+  // Every QP to RTS, then a byte over the side channel each way: the peer's QPs are ready too.
+  void connect_queue_pairs(const Deadline& deadline);
+  // A hello over every QP; until each peer's hello came back.
+  void exchange_hellos(uint64_t context_id, const Deadline& deadline);
+
   // ib_protocol.cc (mutex_ held)
   bool poll_cq();  // true when something completed
   void on_completion(const ibv_wc& wc);
   void on_receive(Peer& peer, int slot, const ibv_wc& wc);
   // false: hold it (unexpected queue full); `past_bound` queues an eager message regardless.
   bool handle_message(Peer& peer, int slot, bool past_bound = false);
+  // handle_message's cases with a body: `payload` follows the header in our receive buffer.
+  bool on_eager(Peer& peer, const wire::Header& h, const uint8_t* payload, bool past_bound);
+  void on_clear_to_send(Peer& peer, const wire::Header& h);  // the RDMA write is queued
+  void on_hello(Peer& peer, const wire::Header& h);          // checked against this mesh
   // Takes in the messages held back in their receive buffers, oldest first.
   void resume_held_messages() override;
   // A peer said goodbye: what it sent before is ours to deliver, so the messages held back
@@ -204,6 +216,8 @@ class IbMesh : public transport::MatchingMesh {
   void queue_control(Peer& peer, wire::Type type, uint64_t a, uint64_t b, uint64_t c);
   void post_pending(Peer& peer);
   bool post_one(Peer& peer, Outgoing& message);
+  bool post_write(Peer& peer, Outgoing& message);    // a rendezvous payload, in RDMA writes
+  bool post_message(Peer& peer, Outgoing& message);  // a header (and eager payload) in a slot
   void return_credits(Peer& peer);
   void post_send_slot(Peer& peer, int slot, size_t bytes);
   // ib_cancel.cc (mutex_ held)

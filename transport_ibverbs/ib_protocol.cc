@@ -170,56 +170,14 @@ bool IbMesh::handle_message(Peer& peer, int slot, bool past_bound) {
     return true;
   }
   switch (h.type) {
-    case wire::Type::kEager: {
-      OpPtr op = match_posted(peer.rank, h.a);
-      if (op) {
-        // A message of another call aborts the mesh: nothing is copied.
-        if (!same_call(peer.rank, op, h.fingerprint)) return true;
-        if (op->bytes_ != h.b) {
-          reject_size(peer.rank, op, h.b);
-          return true;
-        }
-        if (h.b > 0) std::memcpy(op->data_, buffer + wire::kHeaderBytes, h.b);
-        complete(op);
-        return true;
-      }
-      if (!past_bound && !unexpected_has_room(h.b)) return false;
-      auto message = new_unexpected(peer.rank, h.b, h.fingerprint);
-      if (h.b > 0) std::memcpy(message->payload.data(), buffer + wire::kHeaderBytes, h.b);
-      queue_unexpected(h.a, std::move(message));
-      return true;
-    }
+    case wire::Type::kEager:
+      return on_eager(peer, h, buffer + wire::kHeaderBytes, past_bound);
     case wire::Type::kReadyToSend:
       on_ready_to_send(peer.rank, h.a, h.b, h.c, h.fingerprint);
       return true;
-    case wire::Type::kClearToSend: {
-      auto recv_id = static_cast<uint32_t>(h.c);
-      OpPtr op = take_send_awaiting_clearance(h.a);
-      // A send cancelled by a failing call gets no answer: this rank's abort follows.
-      if (!op && answer_for_lost_send(h.a) == LostSendAnswer::kNothing) return true;
-      if (!op) {
-        queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
-        return true;
-      }
-      // Only the peer the send is for may clear it: another one would get its data.
-      if (op->peers_[0] != peer.rank) {
-        std::string text = "clear-to-send header: send id " + std::to_string(h.a) +
-                           " names a send to " + describe_peer(op->peers_[0]);
-        fail_op(op, ErrorKind::kConnection,
-                "protocol error from " + describe_peer(peer.rank) + ": " + text);
-        protocol_error(peer, text);
-        return true;
-      }
-      writing_[op->id_] = op;
-      Outgoing write;
-      write.header = {wire::Type::kEager, 0, 0, 0, recv_id};
-      write.op = op;
-      write.write = true;
-      write.remote_addr = h.b;
-      write.rkey = static_cast<uint32_t>(h.c >> 32);
-      queue(peer, std::move(write));
+    case wire::Type::kClearToSend:
+      on_clear_to_send(peer, h);
       return true;
-    }
     case wire::Type::kSendCancelled:
       // Unknown: this rank had cancelled that receive meanwhile.
       if (OpPtr op = take_receive_of(peer, h.a, "a send-cancelled header")) {
@@ -238,26 +196,77 @@ bool IbMesh::handle_message(Peer& peer, int slot, bool past_bound) {
       fail_all_operations(ErrorKind::kMismatch, text);
       return true;
     }
-    case wire::Type::kHello: {
-      uint64_t ranks = uint64_t(static_cast<uint32_t>(peer.rank)) |
-                       (uint64_t(static_cast<uint32_t>(rank_)) << 32);
-      if (h.a != context_id_ || h.b != ranks || h.c != static_cast<uint64_t>(size_)) {
-        lose_pair(peer, "ibverbs handshake: the queue pair of " + describe_peer(peer.rank) +
-                            " presented (hello header) context id " + hex(h.a) + ", ranks " +
-                            hex(h.b) + ", size " + std::to_string(h.c) + "; expected context " +
-                            hex(context_id_) + ", ranks " + hex(ranks) + ", size " +
-                            std::to_string(size_) + " (a stale address in the store?)");
-        return true;
-      }
-      peer.hello = true;
-      completed_.notify_all();
+    case wire::Type::kHello:
+      on_hello(peer, h);
       return true;
-    }
     case wire::Type::kCredit:
     case wire::Type::kReceiveCancelled:
       return true;  // taken in on_receive
   }
   return true;
+}
+
+bool IbMesh::on_eager(Peer& peer, const wire::Header& h, const uint8_t* payload, bool past_bound) {
+  OpPtr op = match_posted(peer.rank, h.a);
+  if (op) {
+    // A message of another call aborts the mesh: nothing is copied.
+    if (!same_call(peer.rank, op, h.fingerprint)) return true;
+    if (op->bytes_ != h.b) {
+      reject_size(peer.rank, op, h.b);
+      return true;
+    }
+    if (h.b > 0) std::memcpy(op->data_, payload, h.b);
+    complete(op);
+    return true;
+  }
+  if (!past_bound && !unexpected_has_room(h.b)) return false;
+  auto message = new_unexpected(peer.rank, h.b, h.fingerprint);
+  if (h.b > 0) std::memcpy(message->payload.data(), payload, h.b);
+  queue_unexpected(h.a, std::move(message));
+  return true;
+}
+
+void IbMesh::on_clear_to_send(Peer& peer, const wire::Header& h) {
+  auto recv_id = static_cast<uint32_t>(h.c);
+  OpPtr op = take_send_awaiting_clearance(h.a);
+  // A send cancelled by a failing call gets no answer: this rank's abort follows.
+  if (!op && answer_for_lost_send(h.a) == LostSendAnswer::kNothing) return;
+  if (!op) {
+    queue_control(peer, wire::Type::kSendCancelled, recv_id, 0, 0);
+    return;
+  }
+  // Only the peer the send is for may clear it: another one would get its data.
+  if (op->peers_[0] != peer.rank) {
+    std::string text = "clear-to-send header: send id " + std::to_string(h.a) +
+                       " names a send to " + describe_peer(op->peers_[0]);
+    fail_op(op, ErrorKind::kConnection,
+            "protocol error from " + describe_peer(peer.rank) + ": " + text);
+    protocol_error(peer, text);
+    return;
+  }
+  writing_[op->id_] = op;
+  Outgoing write;
+  write.header = {wire::Type::kEager, 0, 0, 0, recv_id};
+  write.op = op;
+  write.write = true;
+  write.remote_addr = h.b;
+  write.rkey = static_cast<uint32_t>(h.c >> 32);
+  queue(peer, std::move(write));
+}
+
+void IbMesh::on_hello(Peer& peer, const wire::Header& h) {
+  uint64_t ranks =
+      uint64_t(static_cast<uint32_t>(peer.rank)) | (uint64_t(static_cast<uint32_t>(rank_)) << 32);
+  if (h.a != context_id_ || h.b != ranks || h.c != static_cast<uint64_t>(size_)) {
+    lose_pair(peer, "ibverbs handshake: the queue pair of " + describe_peer(peer.rank) +
+                        " presented (hello header) context id " + hex(h.a) + ", ranks " + hex(h.b) +
+                        ", size " + std::to_string(h.c) + "; expected context " + hex(context_id_) +
+                        ", ranks " + hex(ranks) + ", size " + std::to_string(size_) +
+                        " (a stale address in the store?)");
+    return;
+  }
+  peer.hello = true;
+  completed_.notify_all();
 }
 
 void IbMesh::protocol_error(Peer& peer, const std::string& what) {
@@ -367,52 +376,58 @@ void IbMesh::post_send_slot(Peer& peer, int slot, size_t bytes) {
 
 bool IbMesh::post_one(Peer& peer, Outgoing& message) {
   if (!message.overdraft && (peer.failure.failed() || credits(peer) <= 0)) return false;
-  int send_depth = slots_ + kExtraSendWr;
-  if (message.write) {
-    const OpPtr& op = message.op;
-    size_t chunks = std::max<size_t>(1, (op->bytes_ + kMaxWrite - 1) / kMaxWrite);
-    if (peer.send_queue_used + static_cast<int>(chunks) > send_depth) return false;
-    uint32_t lkey = 0;
-    try {
-      lkey = registration(*op)->lkey;
-    } catch (const Error& e) {
-      // The receiver waits for this write: tell it the send is off instead.
-      uint64_t recv_id = message.header.c;
-      writing_.erase(op->id_);
-      fail_op(op, ErrorKind::kConnection, e.what());
-      message = Outgoing{};
-      message.header = {wire::Type::kSendCancelled, 0, recv_id, 0, 0};
-      return post_one(peer, message);
-    }
-    auto recv_id = static_cast<uint32_t>(message.header.c);
-    for (size_t i = 0; i < chunks; ++i) {
-      size_t offset = i * kMaxWrite;
-      size_t length = std::min(kMaxWrite, op->bytes_ - offset);
-      bool last = i + 1 == chunks;
-      ibv_sge sge{reinterpret_cast<uintptr_t>(op->data_ + offset), static_cast<uint32_t>(length),
-                  lkey};
-      ibv_send_wr wr{};
-      ibv_send_wr* bad = nullptr;
-      wr.wr_id = wr_id(last ? kWriteWr : kWriteChunkWr, peer.rank, static_cast<uint32_t>(op->id_));
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-      wr.send_flags = IBV_SEND_SIGNALED;
-      wr.imm_data = htonl(recv_id);
-      wr.wr.rdma.remote_addr = message.remote_addr + offset;
-      wr.wr.rdma.rkey = message.rkey;
-      ++peer.send_queue_used;
-      int rc = ibv_post_send(peer.qp, &wr, &bad);
-      if (rc != 0) {
-        --peer.send_queue_used;
-        lose_pair(peer, "ibverbs: posting an RDMA write to " + describe_peer(peer.rank) +
-                            " failed: " + std::strerror(rc));
-        return true;
-      }
-    }
-    ++peer.data_sent;  // the immediate consumes one of the peer's receive buffers
-    return true;
+  return message.write ? post_write(peer, message) : post_message(peer, message);
+}
+
+bool IbMesh::post_write(Peer& peer, Outgoing& message) {
+  const int send_depth = slots_ + kExtraSendWr;
+  const OpPtr& op = message.op;
+  size_t chunks = std::max<size_t>(1, (op->bytes_ + kMaxWrite - 1) / kMaxWrite);
+  if (peer.send_queue_used + static_cast<int>(chunks) > send_depth) return false;
+  uint32_t lkey = 0;
+  try {
+    lkey = registration(*op)->lkey;
+  } catch (const Error& e) {
+    // The receiver waits for this write: tell it the send is off instead.
+    uint64_t recv_id = message.header.c;
+    writing_.erase(op->id_);
+    fail_op(op, ErrorKind::kConnection, e.what());
+    message = Outgoing{};
+    message.header = {wire::Type::kSendCancelled, 0, recv_id, 0, 0};
+    return post_one(peer, message);
   }
+  auto recv_id = static_cast<uint32_t>(message.header.c);
+  for (size_t i = 0; i < chunks; ++i) {
+    size_t offset = i * kMaxWrite;
+    size_t length = std::min(kMaxWrite, op->bytes_ - offset);
+    bool last = i + 1 == chunks;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(op->data_ + offset), static_cast<uint32_t>(length),
+                lkey};
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = wr_id(last ? kWriteWr : kWriteChunkWr, peer.rank, static_cast<uint32_t>(op->id_));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(recv_id);
+    wr.wr.rdma.remote_addr = message.remote_addr + offset;
+    wr.wr.rdma.rkey = message.rkey;
+    ++peer.send_queue_used;
+    int rc = ibv_post_send(peer.qp, &wr, &bad);
+    if (rc != 0) {
+      --peer.send_queue_used;
+      lose_pair(peer, "ibverbs: posting an RDMA write to " + describe_peer(peer.rank) +
+                          " failed: " + std::strerror(rc));
+      return true;
+    }
+  }
+  ++peer.data_sent;  // the immediate consumes one of the peer's receive buffers
+  return true;
+}
+
+bool IbMesh::post_message(Peer& peer, Outgoing& message) {
+  const int send_depth = slots_ + kExtraSendWr;
   if (peer.free_send_slots.empty() || peer.send_queue_used >= send_depth) return false;
   int slot = peer.free_send_slots.back();
   peer.free_send_slots.pop_back();
