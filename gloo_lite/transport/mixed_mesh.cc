@@ -118,6 +118,14 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
   for (int p = 0; p < size_; ++p) {
     lists[p] = p == rank_ ? decode_addresses(address(), p) : decode_addresses(addresses[p], p);
   }
+  const std::string unserved = choose_pairs(lists);
+  warn_unavailable(lists);
+  if (!unserved.empty()) fail_unserved(unserved);
+  connect_subs(lists, context_id, deadline);
+  log_choice();
+}
+
+std::string MixedMesh::choose_pairs(const std::vector<std::vector<LabelledAddress>>& lists) {
   // With a forced transport, every pair, not only this rank's: a pair it cannot serve then
   // fails every rank alike (O(P^2) can_connect calls, only then). The table always ends with
   // TCP, which serves any pair, so otherwise this rank's own pairs are enough.
@@ -137,22 +145,27 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
       }
     }
   }
-  warn_unavailable(lists);
-  if (unserved_pairs > 0) {
-    if (unserved_pairs > 8) unserved += " and " + std::to_string(unserved_pairs - 8) + " more";
-    if (forced_) {
-      const std::string& name = subs_.front()->transport.name;
-      throw InvalidArgument(
-          "GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
-          std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " + name +
-          (name == kShmTransport ? " (shared memory connects ranks of one host only)" : "") +
-          "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
-          "transport that reaches every rank (tcp)");
-    }
-    throw InvalidArgument("rank " + std::to_string(rank_) + ": no transport can serve " + unserved +
-                          " (each pair needs a transport both ranks offer whose can_connect "
-                          "accepts them); do all ranks run the same gloo_lite build?");
+  if (unserved_pairs > 8) unserved += " and " + std::to_string(unserved_pairs - 8) + " more";
+  return unserved;
+}
+
+void MixedMesh::fail_unserved(const std::string& unserved) const {
+  if (forced_) {
+    const std::string& name = subs_.front()->transport.name;
+    throw InvalidArgument(
+        "GLOO_LITE_TRANSPORT=" + name + " cannot serve every pair of rank " +
+        std::to_string(rank_) + "'s context: " + unserved + " cannot connect over " + name +
+        (name == kShmTransport ? " (shared memory connects ranks of one host only)" : "") +
+        "; unset GLOO_LITE_TRANSPORT to let each pair choose, or force a "
+        "transport that reaches every rank (tcp)");
   }
+  throw InvalidArgument("rank " + std::to_string(rank_) + ": no transport can serve " + unserved +
+                        " (each pair needs a transport both ranks offer whose can_connect "
+                        "accepts them); do all ranks run the same gloo_lite build?");
+}
+
+void MixedMesh::connect_subs(const std::vector<std::vector<LabelledAddress>>& lists,
+                             uint64_t context_id, const Deadline& deadline) {
   // Each sub-mesh connects only its own peers, in table order on every rank (a rank waits in
   // the k-th connect only for peers that reach it after finishing the same earlier ones).
   // Sub-meshes move to `kept` only once all connected: a connect that throws leaves the mesh
@@ -184,7 +197,6 @@ void MixedMesh::connect(const std::vector<std::string>& addresses, uint64_t cont
   }
   subs_ = std::move(kept);
   single_ = subs_.size() == 1 ? subs_.front()->mesh.get() : nullptr;
-  log_choice();
 }
 
 void MixedMesh::reroute_declined(const Sub& sub,

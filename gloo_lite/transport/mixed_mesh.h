@@ -135,6 +135,13 @@ class MixedMesh : public Mesh {
   // `after`: only transports after that one in a's list (a pair its sub-mesh gave back).
   int choose(const std::vector<LabelledAddress>& a, const std::vector<LabelledAddress>& b,
              const std::string& after = "") const;
+  // connect()'s steps: the sub-mesh of each of this rank's pairs (of every pair when forced),
+  // returning the pairs none serves ("" when none); the error naming them; then each sub-mesh
+  // connected to the peers it serves (the ones that serve nobody dropped).
+  std::string choose_pairs(const std::vector<std::vector<LabelledAddress>>& lists);
+  [[noreturn]] void fail_unserved(const std::string& unserved) const;
+  void connect_subs(const std::vector<std::vector<LabelledAddress>>& lists, uint64_t context_id,
+                    const Deadline& deadline);
   // The pairs `sub` gave back at connect (MatchingMesh::declined) take the next transport
   // that serves them; one warning on the rank whose failure it was.
   void reroute_declined(const Sub& sub, const std::vector<std::vector<LabelledAddress>>& lists);
