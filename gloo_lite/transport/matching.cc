@@ -167,30 +167,7 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
     failure_raised();
     return op;
   }
-  // Messages that already arrived are matched first, oldest first.
-  auto queue = unexpected_.find(tag);
-  if (queue != unexpected_.end()) {
-    auto& messages = queue->second;
-    for (auto it = messages.begin(); it != messages.end(); ++it) {
-      if (!contains(peers, (*it)->peer)) continue;
-      std::unique_ptr<Unexpected> message = std::move(*it);
-      messages.erase(it);
-      if (messages.empty()) unexpected_.erase(queue);
-      deliver_unexpected(op, *message);
-      return op;
-    }
-    // A message under this tag from another peer belongs to this call too, if the ranks agree.
-    for (const auto& message : messages) {
-      if (message->fingerprint == kUnchecked || fingerprint == kUnchecked) continue;
-      if (message->fingerprint != fingerprint) {
-        int peer = message->peer;
-        uint64_t theirs = message->fingerprint;
-        reject_call(peer, op, theirs);
-        return op;
-      }
-      break;  // the others came from the same call as this one
-    }
-  }
+  if (match_unexpected(op)) return op;
   if (mesh_failure_.failed()) {
     fail_op(op, mesh_failure_);
     failure_raised();
@@ -212,6 +189,33 @@ RequestPtr MatchingMesh::recv(const std::vector<int>& peers, uint64_t tag, Memor
   }
   posted_[tag].push_back(op);
   return op;
+}
+
+bool MatchingMesh::match_unexpected(const OpPtr& op) {
+  // Messages that already arrived are matched first, oldest first.
+  auto queue = unexpected_.find(op->tag_);
+  if (queue == unexpected_.end()) return false;
+  auto& messages = queue->second;
+  for (auto it = messages.begin(); it != messages.end(); ++it) {
+    if (!contains(op->peers_, (*it)->peer)) continue;
+    std::unique_ptr<Unexpected> message = std::move(*it);
+    messages.erase(it);
+    if (messages.empty()) unexpected_.erase(queue);
+    deliver_unexpected(op, *message);
+    return true;
+  }
+  // A message under this tag from another peer belongs to this call too, if the ranks agree.
+  for (const auto& message : messages) {
+    if (message->fingerprint == kUnchecked || op->fingerprint_ == kUnchecked) continue;
+    if (message->fingerprint != op->fingerprint_) {
+      int peer = message->peer;
+      uint64_t theirs = message->fingerprint;
+      reject_call(peer, op, theirs);
+      return true;
+    }
+    break;  // the others came from the same call as this one
+  }
+  return false;
 }
 
 OpPtr MatchingMesh::match_posted(int peer, uint64_t tag) {

@@ -184,6 +184,9 @@ class MatchingMesh : public Mesh {
   void queue_unexpected(uint64_t tag, std::unique_ptr<Unexpected> message);
   // Hands a queued message to a receive that just matched it.
   void deliver_unexpected(const OpPtr& op, Unexpected& message);
+  // recv's look at the messages that arrived before it: true when one completed `op`, or
+  // one of another call under its tag failed it (reject_call).
+  bool match_unexpected(const OpPtr& op);
   // Both ends of a size mismatch fail: the receive and the pair now, the sender when the
   // notice arrives. Nothing is written to the receive buffer.
   void reject_size(int peer, const OpPtr& op, uint64_t sent);
