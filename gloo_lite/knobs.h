@@ -6,7 +6,7 @@
 
 namespace gloo_lite {
 
-// Checks each set knob against the rule its declaration in base/config.cc gives (ranges, byte
+// Checks each set knob against the rule its declaration in base/knob_table.cc gives (ranges, byte
 // sizes, words), GLOO_LITE_ALGO against the algorithm registry, and warns once per process about
 // unknown GLOO_LITE_* variables, naming the closest knob (not in ranks other than 0 by
 // GLOO_LITE_RANK: one warning per job, not per rank). Cheap: safe to call per context.

@@ -1,4 +1,4 @@
-// Every environment knob of gloo_lite is declared once, in config.cc, with its name, default,
+// Every environment knob of gloo_lite is declared once, in knob_table.cc, with its name, default,
 // meaning and what values it allows; `gloo_lite_knobs()` lists them (the docs and
 // `gloo_lite_run --knobs` print that list). One mechanism checks every knob: the typed readers
 // below reject a value outside its knob's rule, and check_knob_environment() (called through
@@ -72,6 +72,11 @@ bool knob_bool(const char* name);
 
 // Reads a variable that is not ours (launcher variables such as RANK or SLURM_PROCID).
 std::optional<std::string> env_value(const char* name);
+
+// The binary multiples of byte sizes ("64K", "8M", "1G"), for the knob table's ranges.
+inline constexpr int64_t kKiB = int64_t{1} << 10;
+inline constexpr int64_t kMiB = int64_t{1} << 20;
+inline constexpr int64_t kGiB = int64_t{1} << 30;
 
 // Parses "64K", "8M", "1G", "123" into bytes (binary multiples); throws InvalidArgument for a
 // malformed, negative or overflowing size.
