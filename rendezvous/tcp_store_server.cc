@@ -29,6 +29,7 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/base/tls.h"
 #include "rendezvous/stores.h"
+#include "rendezvous/tcp_store_auth.h"
 #include "rendezvous/tcp_store_budget.h"
 #include "rendezvous/tcp_store_service.h"
 
@@ -62,12 +63,7 @@ struct Connection {
   bool awaiting_budget = false;               // header read, body not admitted yet
   std::optional<Clock::time_point> stall_at;  // while a request or response is part-way
   uint32_t events = 0;
-  // Authentication (a server with a secret): challenged after AUTH-HELLO, authenticated after
-  // a good AUTH-PROOF.
-  bool challenged = false;
-  bool authenticated = false;
-  auth::Nonce client_nonce{};
-  auth::Nonce server_nonce{};
+  tcp_store::ServerAuth auth;  // a server with a secret: how far the handshake got
 
   bool sending() const { return out_sent < out.size(); }
   bool reading() const { return !parked && !sending() && !awaiting_budget && !handshaking; }
@@ -327,7 +323,7 @@ struct TcpStoreServer::Impl {
                     std::string(tls::kKnobs) + " are set on the client but not on the server)";
         }
         if (!problem.empty()) return reject(id, c, problem);
-        problem = admission(c);
+        problem = tcp_store::admission(secret.get(), c.auth, c.request);
         if (!problem.empty()) return reject(id, c, problem);
         if (c.request.body_bytes > limits.client_bytes) {
           return reject(id, c,
@@ -358,7 +354,7 @@ struct TcpStoreServer::Impl {
   }
 
   void on_eof(ClientId id, Connection& c) {
-    if (c.header_got == 0 && c.challenged && !c.authenticated) {
+    if (c.header_got == 0 && c.auth.challenged && !c.auth.authenticated) {
       // The client refused our proof: it holds another secret (it reports so itself).
       return drop(id,
                   "disconnected before proving the job's secret (a client with another secret?)",
@@ -419,67 +415,17 @@ struct TcpStoreServer::Impl {
     }
   }
 
-  // Whether this request may be read, from its header alone: "" or why not. Without a secret
-  // nothing is asked; with one, nothing but the two authentication steps, in order, is read
-  // before the client has proved it holds the secret.
-  std::string admission(const Connection& c) const {
-    const tcp_store::Op op = c.request.op;
-    if (!secret) {
-      if (!tcp_store::is_auth(op)) return "";
-      return "the client wants to authenticate, but this server has no secret (start it with the "
-             "job's GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE)";
-    }
-    if (c.authenticated) {
-      return tcp_store::is_auth(op) ? "authenticated twice on one connection" : "";
-    }
-    if (!tcp_store::is_auth(op)) {
-      return std::string("a ") + tcp_store::op_name(op) +
-             " request without authenticating: this store requires the job's secret "
-             "(GLOO_LITE_AUTH_SECRET or GLOO_LITE_AUTH_FILE on the client)";
-    }
-    if (c.request.body_bytes > tcp_store::kMaxAuthBodyBytes) return "an oversized auth request";
-    if (op == tcp_store::kAuthHello && c.challenged) return "a second auth-hello";
-    if (op == tcp_store::kAuthProof && !c.challenged) return "an auth-proof before auth-hello";
-    return "";
-  }
-
-  // The server proves itself first (its proof answers the client's nonce), then checks the
-  // client's proof of its own fresh nonce: a recorded exchange is worthless on a new connection.
   // Returns false when the client was dropped.
   bool authenticate(ClientId id, Connection& c, const std::vector<tcp_store::Item>& items) {
-    const size_t expected_bytes =
-        c.request.op == tcp_store::kAuthHello ? auth::kNonceBytes : auth::kProofBytes;
-    if (items.size() != 1 || items[0].size != expected_bytes) {
-      reject(id, c, std::string("malformed ") + tcp_store::op_name(c.request.op) + " request");
+    tcp_store::AuthAnswer answer = tcp_store::authenticate(*secret, c.auth, c.request, items);
+    if (!answer.problem.empty()) {
+      reject(id, c, answer.problem);
       return false;
     }
-    auth::Transcript transcript;
-    transcript.purpose = tcp_store::kAuthPurpose;
-    if (c.request.op == tcp_store::kAuthHello) {
-      std::memcpy(c.client_nonce.data(), items[0].data, auth::kNonceBytes);
-      c.server_nonce = auth::fresh_nonce();
-      transcript.initiator_nonce = c.client_nonce;
-      transcript.responder_nonce = c.server_nonce;
-      auth::Proof proof = auth::prove(*secret, auth::Role::kResponder, transcript);
-      c.challenged = true;
-      tcp_store::MessageBuilder builder(tcp_store::kResponseHeaderBytes, 2);
-      builder.add(c.server_nonce.data(), c.server_nonce.size());
-      builder.add(proof.data(), proof.size());
-      return send(id, c, builder.finish_response(tcp_store::Status::kOk));
+    if (c.auth.authenticated) {
+      LOG_DEBUG("store", "server " << url << ": client " << c.peer << " authenticated");
     }
-    transcript.initiator_nonce = c.client_nonce;
-    transcript.responder_nonce = c.server_nonce;
-    if (!auth::verify(*secret, auth::Role::kInitiator, transcript, items[0].data)) {
-      reject(id, c,
-             "its proof of the job's secret is wrong: a client with another secret, or a forged "
-             "or replayed handshake");
-      return false;
-    }
-    c.authenticated = true;
-    LOG_DEBUG("store", "server " << url << ": client " << c.peer << " authenticated");
-    return send(id, c,
-                tcp_store::MessageBuilder(tcp_store::kResponseHeaderBytes, 0)
-                    .finish_response(tcp_store::Status::kOk));
+    return send(id, c, std::move(answer.response));
   }
 
   // Returns false when the client was dropped.
