@@ -119,6 +119,38 @@ static std::vector<GidEntry> read_gid_table(ibv_context* context, int port, int 
   return table;
 }
 
+namespace {
+
+// The GID of an ACTIVE port: GLOO_LITE_IB_GID_INDEX's (throws when the port has no such
+// index), else choose_gid's pick of its table. False: none (a RoCE port without an address
+// yet is skipped; an InfiniBand port is still reached by its LID).
+bool pick_gid(int gid_index, PortChoice* choice) {
+  const uint8_t port = static_cast<uint8_t>(choice->port);
+  std::vector<GidEntry> table =
+      read_gid_table(choice->context, choice->port, choice->attr.gid_tbl_len);
+  int chosen = gid_index >= 0 ? gid_index : choose_gid(table);
+  bool found = false;
+  for (const auto& entry : table) {
+    if (entry.index == chosen) {
+      choice->gid = entry;
+      found = true;
+    }
+  }
+  if (found || gid_index < 0) return found;
+  ibv_gid gid;
+  if (ibv_query_gid(choice->context, port, gid_index, &gid) != 0) {
+    throw InvalidArgument("GLOO_LITE_IB_GID_INDEX=" + std::to_string(gid_index) +
+                          " is not a valid GID index of " + choice->device + ":" +
+                          std::to_string(choice->port));
+  }
+  choice->gid.index = gid_index;
+  std::memcpy(choice->gid.raw, gid.raw, 16);
+  choice->gid.type = 2;
+  return true;
+}
+
+}  // namespace
+
 PortChoice open_port(const std::string& device_spec, int gid_index) {
   DeviceSpec spec = parse_device_spec(device_spec);
   int count = 0;
@@ -147,32 +179,17 @@ PortChoice open_port(const std::string& device_spec, int gid_index) {
       ibv_port_attr attr{};
       if (ibv_query_port(context, static_cast<uint8_t>(port), &attr) != 0) continue;
       if (attr.state != IBV_PORT_ACTIVE) continue;
-      std::vector<GidEntry> table = read_gid_table(context, port, attr.gid_tbl_len);
-      int chosen = gid_index >= 0 ? gid_index : choose_gid(table);
       PortChoice choice;
       choice.context = context;
       choice.device = name;
       choice.port = port;
       choice.attr = attr;
       bool found = false;
-      for (const auto& entry : table) {
-        if (entry.index == chosen) {
-          choice.gid = entry;
-          found = true;
-        }
-      }
-      if (!found && gid_index >= 0) {
-        ibv_gid gid;
-        if (ibv_query_gid(context, static_cast<uint8_t>(port), gid_index, &gid) != 0) {
-          ibv_close_device(context);
-          throw InvalidArgument("GLOO_LITE_IB_GID_INDEX=" + std::to_string(gid_index) +
-                                " is not a valid GID index of " + std::string(name) + ":" +
-                                std::to_string(port));
-        }
-        choice.gid.index = gid_index;
-        std::memcpy(choice.gid.raw, gid.raw, 16);
-        choice.gid.type = 2;
-        found = true;
+      try {
+        found = pick_gid(gid_index, &choice);
+      } catch (const InvalidArgument&) {
+        ibv_close_device(context);
+        throw;
       }
       if (!found && attr.link_layer == IBV_LINK_LAYER_ETHERNET) continue;  // no address yet
       return choice;
