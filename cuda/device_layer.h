@@ -32,9 +32,9 @@ using Event = void*;
 
 // The layer cannot run here: no CUDA in this build, or no usable GPU (the message says which,
 // with the CUDA error, e.g. "cudaGetDeviceCount: insufficient driver").
-class Unavailable : public Error {
+class Unavailable : public UnavailableError {
  public:
-  using Error::Error;
+  using UnavailableError::UnavailableError;
 };
 
 class DeviceLayer {

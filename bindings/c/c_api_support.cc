@@ -3,7 +3,6 @@
 
 #include <new>
 
-#include "cuda/device_layer.h"
 #include "gloo_lite/base/error.h"
 
 namespace gloo_lite::c_api {
@@ -44,27 +43,32 @@ static_assert(static_cast<int>(ReduceOp::kSum) == GLOO_LITE_SUM &&
               static_cast<int>(ReduceOp::kBor) == GLOO_LITE_BOR &&
               static_cast<int>(ReduceOp::kBxor) == GLOO_LITE_BXOR);
 
+gloo_lite_result_t result_of(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::kTimeout:
+      return GLOO_LITE_ERR_TIMEOUT;
+    case ErrorKind::kConnection:
+      return GLOO_LITE_ERR_CONNECTION;
+    case ErrorKind::kMismatch:
+      return GLOO_LITE_ERR_MISMATCH;
+    case ErrorKind::kInvalidArgument:
+      return GLOO_LITE_ERR_INVALID_ARGUMENT;
+    case ErrorKind::kStore:
+      return GLOO_LITE_ERR_STORE;
+    case ErrorKind::kUnavailable:
+      return GLOO_LITE_ERR_UNAVAILABLE;
+    case ErrorKind::kOther:
+      return GLOO_LITE_ERR_INTERNAL;
+  }
+  return GLOO_LITE_ERR_INTERNAL;  // not a value of the enum: a corrupt error object
+}
+
 gloo_lite_result_t classify(const std::exception_ptr& error, std::string* message) noexcept {
   try {
     std::rethrow_exception(error);
-  } catch (const TimeoutError& e) {
+  } catch (const Error& e) {
     assign(message, e.what());
-    return GLOO_LITE_ERR_TIMEOUT;
-  } catch (const ConnectionError& e) {
-    assign(message, e.what());
-    return GLOO_LITE_ERR_CONNECTION;
-  } catch (const MismatchError& e) {
-    assign(message, e.what());
-    return GLOO_LITE_ERR_MISMATCH;
-  } catch (const InvalidArgument& e) {
-    assign(message, e.what());
-    return GLOO_LITE_ERR_INVALID_ARGUMENT;
-  } catch (const StoreError& e) {
-    assign(message, e.what());
-    return GLOO_LITE_ERR_STORE;
-  } catch (const cuda::Unavailable& e) {
-    assign(message, e.what());
-    return GLOO_LITE_ERR_UNAVAILABLE;
+    return result_of(e.kind());
   } catch (const std::bad_alloc&) {
     assign(message, "out of memory");
   } catch (const std::exception& e) {

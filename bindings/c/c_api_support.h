@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
 #include "gloo_lite/gloo_lite.h"
@@ -60,8 +61,10 @@ struct gloo_lite_work {
 
 namespace gloo_lite::c_api {
 
-// The code and message of an exception (the C++ error hierarchy of gloo_lite/base/error.h
-// mapped to result codes; anything else is internal). Never throws.
+// The C ABI's outcome of each kind of gloo_lite error (gloo_lite/base/error.h): its one table.
+gloo_lite_result_t result_of(ErrorKind kind) noexcept;
+// The code and message of an exception: a gloo_lite error's by its kind (result_of), anything
+// else internal. Never throws.
 gloo_lite_result_t classify(const std::exception_ptr& error, std::string* message) noexcept;
 
 // The thread's last-error message (gloo_lite_last_error).

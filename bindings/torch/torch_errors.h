@@ -1,8 +1,10 @@
 // Errors between gloo_lite and torch. gloo_lite's failures reach Python as torch's distributed
-// errors, keeping gloo_lite's message (which collective, which rank, what to do):
-//   StoreError      -> torch.distributed.DistStoreError
-//   InvalidArgument -> ValueError (raised by the call itself: nothing was started)
-//   anything else   -> torch.distributed.DistBackendError (timeouts, dead peers, mismatches)
+// errors, keeping gloo_lite's message (which collective, which rank, what to do), by the
+// error's kind() (torch_error, this binding's one table):
+//   kStore           -> torch.distributed.DistStoreError
+//   kInvalidArgument -> ValueError (raised by the call itself: nothing was started)
+//   any other kind   -> torch.distributed.DistBackendError (timeouts, dead peers, mismatches,
+//                       no usable GPU), as is any other exception
 #pragma once
 
 #include <exception>
@@ -14,6 +16,8 @@ namespace gloo_lite::torch_backend {
 
 // An exception's message without torch's C++ backtrace.
 std::string message_of(const std::exception& error);
+// The torch exception for a gloo_lite error of kind `kind` with `message`.
+std::exception_ptr torch_error(ErrorKind kind, const std::string& message);
 // The torch exception for a gloo_lite one (already-torch exceptions pass through).
 std::exception_ptr to_torch(const std::exception_ptr& error);
 // Rethrows the exception in flight as its torch form; for catch blocks of calls into gloo_lite.

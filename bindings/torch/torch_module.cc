@@ -6,6 +6,8 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings/torch/torch_backend.h"
+#include "bindings/torch/torch_errors.h"
+#include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 
 namespace py = pybind11;
@@ -26,6 +28,13 @@ PYBIND11_MODULE(_torch, m) {
 
   m.def("set_log_rank", &gloo_lite::log_set_rank, py::arg("rank"),
         "The rank gloo_lite's log lines of this process show (\"rank 3\").");
+
+  m.def(
+      "_raise_error_sample",
+      [](const std::string& name) {
+        std::rethrow_exception(gloo_lite::torch_backend::to_torch(gloo_lite::error_sample(name)));
+      },
+      py::arg("name"), "Raises the C++ error sample `name` as torch sees it (tests).");
 
   m.def(
       "create_backend",

@@ -27,6 +27,11 @@ class StoreError(Error):
     """The rendezvous store failed or could not be reached."""
 
 
+class UnavailableError(Error):
+    """A part that cannot run here: the CUDA collectives in a build without CUDA or on a machine
+    without a usable GPU (the message says which)."""
+
+
 class InvalidArgument(Error, ValueError):
     """An argument the C++ library refused (a bad rank, root, algorithm name, store URL...).
     Also a ValueError; buffer problems found before any traffic raise plain ValueError or
@@ -40,4 +45,5 @@ __all__ = [
     "MismatchError",
     "StoreError",
     "InvalidArgument",
+    "UnavailableError",
 ]

@@ -10,6 +10,7 @@
 NB_MODULE(_core, m) {
   m.doc() = "gloo_lite collectives on buffer-protocol objects (use the gloo_lite package)";
   gloo_lite::python::register_errors();
+  gloo_lite::python::bind_error_samples(m);
   gloo_lite::python::init_interrupts();
   gloo_lite::python::bind_work(m);
   gloo_lite::python::bind_context(m);
