@@ -4,6 +4,7 @@
 #include <new>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite::c_api {
 namespace {
@@ -163,7 +164,7 @@ std::chrono::milliseconds timeout_of(int64_t timeout_ms, const char* name) {
 }
 
 uint64_t p2p_tag_of(uint64_t tag) {
-  if (tag >> 63 != 0) {
+  if (tag > tags::kMaxUserTag) {
     bad_argument("tag " + std::to_string(tag) +
                  " is not below 2^63 (the upper half of the tag space belongs to the "
                  "collectives)");

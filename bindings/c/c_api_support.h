@@ -138,7 +138,8 @@ std::vector<size_t> counts_of(const gloo_lite_context_t* context, const size_t* 
                               const char* name);
 // A timeout argument in milliseconds: 0 is the context's, negative is invalid.
 std::chrono::milliseconds timeout_of(int64_t timeout_ms, const char* name);
-// A point-to-point tag: below 2^63 (the upper half belongs to the collectives).
+// A point-to-point tag: at most tags::kMaxUserTag (the upper half belongs to the collectives),
+// checked here so that the message names the C argument.
 uint64_t p2p_tag_of(uint64_t tag);
 
 // The two forms of every operation, from one `start(blocking, ...)`: blocking runs the C++

@@ -12,6 +12,7 @@
 // in increasing rank order; with a lower peer it receives first, then sends; with a higher one
 // it sends first. Every pair (a < b) then meets in the same global order of pairs, and the
 // earliest unfinished pair can always go on.
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -19,15 +20,18 @@
 #include "bindings/torch/torch_cuda_support.h"
 #include "bindings/torch/torch_errors.h"
 #include "bindings/torch/torch_tensors.h"
+#include "gloo_lite/transport/tag_space.h"
 
 namespace gloo_lite::torch_backend {
 namespace {
 
 using ::c10d::OpType;
 
-// The point-to-point tag of the exchanges behind gather, scatter and all_to_all: above every
-// tag torch can name (its send/recv tags are C ints), so they never meet a user's messages.
-constexpr uint64_t kExchangeTag = uint64_t{1} << 62;
+// The point-to-point tag of the exchanges behind gather, scatter and all_to_all: the tag space's
+// binding tag, above every tag torch can name, so they never meet a user's messages.
+constexpr uint64_t kExchangeTag = tags::kBindingTag;
+static_assert(kExchangeTag > static_cast<uint64_t>(std::numeric_limits<int>::max()),
+              "torch's tags (C ints) never reach the exchange tag");
 
 size_t bytes_of(const at::Tensor& flat) { return flat.numel() * flat.element_size(); }
 

@@ -21,6 +21,11 @@ constexpr uint64_t kCheckBit = uint64_t{1} << 46;
 constexpr uint64_t kSequenceMask = kCheckBit - 1;
 // The largest user tag of point-to-point calls.
 constexpr uint64_t kMaxUserTag = kPointToPointBit - 1;
+// A user tag above every tag a binding's callers can name where those are narrower than 62 bits
+// (torch's send/recv tags are C ints): the binding's own point-to-point exchanges (the torch
+// backend's gather, scatter and all_to_all on CUDA tensors) use it and never meet a caller's.
+constexpr uint64_t kBindingTag = uint64_t{1} << 62;
+static_assert(kBindingTag <= kMaxUserTag, "the binding tag is a point-to-point user tag");
 
 constexpr uint64_t collective(uint16_t stream, uint64_t sequence) {
   return (uint64_t{stream} << kStreamShift) | (sequence & kSequenceMask);
