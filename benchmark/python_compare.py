@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -29,15 +28,10 @@ WORKER = os.path.join(HERE, "python_compare_worker.py")
 sys.path.insert(0, HERE)
 
 from compare_lib import model  # noqa: E402
-from compare_lib.runner import (  # noqa: E402
-    MPI_COMMON,
-    MPI_VARIANT_OPTS,
-    Meter,
-    Runner,
-    find_build,
-    loadavg1,
-    wait_quiet,
-)
+from compare_lib.runner import MPI_COMMON, MPI_VARIANT_OPTS, Runner, find_build, loadavg1  # noqa: E402
+from compare_lib.side_by_side import (add_common_options, best, busbw,  # noqa: E402
+                                      check_collectives, fmt, fmt_us, importable, launch,
+                                      logger, markdown, python_env)
 
 COLLECTIVES = ("allreduce", "allgather", "broadcast")
 # label -> (worker library, what the import check asks for, how it is launched)
@@ -54,8 +48,7 @@ OVERHEAD_SIZE = 8
 BANDWIDTH_SIZE = 16 << 20
 
 
-def log(message):
-    print("python_compare: " + message, file=sys.stderr, flush=True)
+log = logger("python_compare")
 
 
 def sweep(first, last, factor):
@@ -69,57 +62,6 @@ def sweep(first, last, factor):
     if not sizes or sizes[-1] != last:
         sizes.append(last)
     return sizes
-
-
-def python_env(gloo_lite_path):
-    env = dict(os.environ)
-    if gloo_lite_path:
-        paths = [os.path.abspath(p) for p in gloo_lite_path.split(os.pathsep) if p]
-        env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def importable(python, module, attribute, env, cwd):
-    """Whether `python` imports numpy and `module`, and the module has `attribute`: from `cwd`,
-    since in the repository's root `import gloo_lite` finds the C++ sources' folder."""
-    code = "import numpy, %s; %s.%s" % (module, module, attribute)
-    result = subprocess.run([python, "-c", code], env=env, cwd=cwd, capture_output=True,
-                            text=True)
-    return result.returncode == 0, result.stderr.strip().splitlines()[-1:] or [""]
-
-
-def launch(cmd, env, args):
-    """Runs one launch after waiting for a quiet machine; returns (records, meta, error). Each
-    record gets 'foreign': the cores that other processes used meanwhile (compare's Meter)."""
-    waited, cores, quiet = wait_quiet(args.quiet_cores, args.quiet_wait)
-    if not quiet:
-        log("  still %.2f cores busy after %.0f s; running anyway" % (cores, waited))
-    start = time.time()
-    try:
-        with Meter() as meter:
-            result = subprocess.run(cmd, env=env, cwd=args.scratch, capture_output=True,
-                                    text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return [], {}, "timed out after %d s" % args.timeout
-    records, meta = [], {}
-    for line in result.stdout.splitlines():
-        # gloo_lite_run tags every line "[rank] "; only rank 0 prints these.
-        for tag, target in (("RESULT ", records), ("META ", None)):
-            at = line.find(tag)
-            if at >= 0:
-                value = json.loads(line[at + len(tag):])
-                if target is None:
-                    meta = value
-                else:
-                    target.append(value)
-    for rec in records:
-        rec["foreign"] = meter.foreign
-    error = None
-    if result.returncode != 0:
-        error = "exit status %d: %s" % (result.returncode, result.stderr.strip()[-600:])
-    log("  %d cases in %.1f s, foreign load %.2f cores%s" % (
-        len(records), time.time() - start, meter.foreign, " (" + error + ")" if error else ""))
-    return records, meta, error
 
 
 def worker_cmd(label, P, sizes, args, build):
@@ -152,39 +94,6 @@ def bench_reference(build, P, collectives, args):
                                                   mode=BENCH_FORM[coll]):
                 out[(coll, P)] = rec["time_us"]
     return out
-
-
-def best(records):
-    """Per (label, coll, P, size): the fastest correct pass."""
-    table = {}
-    for rec in records:
-        key = (rec["variant"], rec["coll"], rec["P"], rec["size"])
-        old = table.get(key)
-        if old is None or (rec["wrong"], rec["time_us"]) < (old["wrong"], old["time_us"]):
-            table[key] = rec
-    return table
-
-
-def busbw(rec):
-    return model.make_record("x", "x", rec["coll"], rec["P"], rec["size"], rec["bytes"],
-                             rec["time_us"]).busbw
-
-
-def fmt_us(value):
-    if value is None:
-        return "-"
-    return "%.0f" % value if value >= 1000 else "%.1f" % value if value >= 10 else "%.2f" % value
-
-
-def fmt(value, pattern="%.2f"):
-    return "-" if value is None else pattern % value
-
-
-def markdown(headings, rows):
-    lines = ["| " + " | ".join(headings) + " |",
-             "|" + "|".join("---" if i == 0 else "--:" for i in range(len(headings))) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def report(table, reference, labels, Ps, sizes, collectives):
@@ -272,33 +181,20 @@ def parse_args():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="See docs/benchmarking.md (Python side by side).")
-    parser.add_argument("-p", "--ranks", default="2 4 8", help='P values (default "2 4 8")')
-    parser.add_argument("-b", "--minbytes", default="8", help="smallest size (default 8)")
-    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size (default 64M)")
-    parser.add_argument("-f", "--stepfactor", type=int, default=8,
-                        help="factor between sizes (default 8); the largest size always runs")
-    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
+    add_common_options(
+        parser, COLLECTIVES, sweep_help=" (default %(default)s); the largest size always runs",
+        python_help="the interpreter of the ranks (default: this one)",
+        path_help="prepended to PYTHONPATH for the ranks: where `import gloo_lite` finds the "
+                  "module (e.g. a build's python folder)",
+        from_json=("F[,F...]", "run nothing: the tables of earlier runs' --json files, merged"))
+    parser.set_defaults(stepfactor=8, min_time=0.2, python=sys.executable, gloo_lite_path="")
     parser.add_argument("--libs", default=",".join(LIBS), help="default: " + ",".join(LIBS))
     parser.add_argument("--passes", type=int, default=1,
                         help="run everything this many times, keep the fastest (default 1)")
-    parser.add_argument("--min-time", type=float, default=0.2,
-                        help="seconds of timed calls per case (default 0.2)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter of the ranks (default: this one)")
-    parser.add_argument("--gloo-lite-path", default="",
-                        help="prepended to PYTHONPATH for the ranks: where `import gloo_lite` "
-                             "finds the module (e.g. a build's python folder)")
     parser.add_argument("--build", help="gloo_lite build holding tools/gloo_lite_run and "
                                         "benchmark/gloo_lite_bench (default: build-bench, build)")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds per launch")
-    parser.add_argument("--quiet-cores", type=float, default=0.25,
-                        help="before each launch wait until fewer cores are busy (default 0.25)")
-    parser.add_argument("--quiet-wait", type=float, default=10,
-                        help="but at most this many seconds (default 10)")
     parser.add_argument("--json", help="write every record here")
     parser.add_argument("--markdown", help="write the tables here too")
-    parser.add_argument("--from-json", metavar="F[,F...]",
-                        help="run nothing: the tables of earlier runs' --json files, merged")
     args = parser.parse_args()
     args.Ps = [int(p) for p in args.ranks.replace(",", " ").split()]
     args.sizes = sweep(model.parse_size(args.minbytes), model.parse_size(args.maxbytes),
@@ -307,9 +203,7 @@ def parse_args():
     for label in args.labels:
         if label not in LIBS:
             parser.error("unknown library %r; known: %s" % (label, ", ".join(LIBS)))
-    for coll in args.collectives.split(","):
-        if coll not in COLLECTIVES:
-            parser.error("unknown collective %r; known: %s" % (coll, ", ".join(COLLECTIVES)))
+    check_collectives(parser, args.collectives.split(","), COLLECTIVES)
     return args
 
 
@@ -343,8 +237,11 @@ def run_all(args):
             # The libraries back to back at each P, so that a noisy minute touches all of them.
             for label in labels:
                 log("pass %d, P=%d, %s" % (pass_no + 1, P, label))
-                recs, meta, error = launch(worker_cmd(label, P, args.sizes, args, build), env,
-                                           args)
+                recs, meta, error, foreign = launch(
+                    worker_cmd(label, P, args.sizes, args, build), env, args, log,
+                    timeout=args.timeout, stderr_tail=600)
+                for rec in recs:
+                    rec["foreign"] = foreign
                 records += recs
                 metas[label] = meta or metas.get(label)
                 failed = failed or error is not None

@@ -24,11 +24,9 @@ import csv
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -36,8 +34,10 @@ WORKER = os.path.join(HERE, "torch_compare_worker.py")
 sys.path.insert(0, HERE)
 
 from compare_lib import model  # noqa: E402
-from compare_lib.runner import Meter, loadavg1, wait_quiet  # noqa: E402
-from python_compare import best, busbw, fmt, fmt_us, importable, markdown, python_env  # noqa: E402
+from compare_lib.runner import loadavg1  # noqa: E402
+from compare_lib.side_by_side import (add_common_options, best, busbw,  # noqa: E402
+                                      check_collectives, fmt, fmt_us, importable, launch,
+                                      logger, markdown, python_env)
 
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast")
 BACKENDS = ("gloo_lite", "gloo")
@@ -51,8 +51,7 @@ QUICK = {"ranks": "2", "sizes": "8,4K,256K", "reps": 2, "min_time": 0.02, "warmu
          "ddp_steps": 4, "ddp_block": 2, "ddp_width": 128, "ddp_batch": 8}
 
 
-def log(message):
-    print("torch_compare: " + message, file=sys.stderr, flush=True)
+log = logger("torch_compare")
 
 
 def sweep(first, last, factor):
@@ -106,39 +105,6 @@ def worker_cmd(P, args):
         cmd += ["--ddp-steps", str(args.ddp_steps), "--ddp-block", str(args.ddp_block),
                 "--ddp-width", str(args.ddp_width), "--ddp-batch", str(args.ddp_batch)]
     return cmd
-
-
-def launch(cmd, env, args):
-    """One torchrun launch after waiting for a quiet machine; returns (records, meta, error).
-    torchrun runs in a session of its own, so that a timeout ends its ranks too."""
-    waited, cores, quiet = wait_quiet(args.quiet_cores, args.quiet_wait)
-    if not quiet:
-        log("  still %.2f cores busy after %.0f s; running anyway" % (cores, waited))
-    start = time.time()
-    with Meter() as meter:
-        proc = subprocess.Popen(cmd, env=env, cwd=args.scratch, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=args.timeout + 60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return [], {}, "timed out after %d s" % (args.timeout + 60)
-    records, meta = [], {}
-    for line in stdout.splitlines():
-        for tag in ("RESULT ", "META "):
-            if line.startswith(tag):
-                value = json.loads(line[len(tag):])
-                if tag == "META ":
-                    meta = value
-                else:
-                    records.append(dict(value, launch_foreign=meter.foreign))
-    error = None
-    if proc.returncode != 0:
-        error = "exit status %d: %s" % (proc.returncode, stderr.strip()[-1500:])
-    log("  %d records in %.1f s, foreign load %.2f cores%s" % (
-        len(records), time.time() - start, meter.foreign, " (" + error + ")" if error else ""))
-    return records, meta, error
 
 
 def ratio(gl, gloo, size):
@@ -330,17 +296,17 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="See docs/benchmarking.md (torch.distributed side by side).")
-    parser.add_argument("-p", "--ranks", default="2 4 8", help='P values (default "2 4 8")')
-    parser.add_argument("-b", "--minbytes", default="8", help="smallest size (default 8)")
-    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size (default 64M)")
-    parser.add_argument("-f", "--stepfactor", type=int, default=4,
-                        help="factor between sizes, counted down from the largest (default 4)")
+    add_common_options(
+        parser, COLLECTIVES, sweep_help=", counted down from the largest (default %(default)s)",
+        python_help="the ranks' interpreter (default: this one if it imports torch, else "
+                    ".venv/bin/python3)",
+        path_help="prepended to the ranks' PYTHONPATH (default: a build's python folder with "
+                  "the backend; '' for none)",
+        from_json=("F", "run nothing: the tables of a run's results.json"))
+    parser.set_defaults(stepfactor=4, min_time=0.3)
     parser.add_argument("--sizes", help="an explicit comma list instead of -b/-e/-f")
-    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--reps", type=int, default=3,
                         help="alternating repetitions per backend and case (default 3)")
-    parser.add_argument("--min-time", type=float, default=0.3,
-                        help="seconds of timed calls per backend and case (default 0.3)")
     parser.add_argument("--warmup", type=int, default=10, help="warm-up calls (fewer from 1 MiB)")
     parser.add_argument("--ddp-steps", type=int, default=20, help="timed DDP steps per backend")
     parser.add_argument("--ddp-block", type=int, default=5, help="steps per alternation")
@@ -351,20 +317,8 @@ def parse_args(argv=None):
     parser.add_argument("--no-collectives", action="store_true", help="DDP only")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: P=2, sizes 8,4K,256K, 2 short repetitions, a small DDP")
-    parser.add_argument("--python", help="the ranks' interpreter (default: this one if it "
-                                         "imports torch, else .venv/bin/python3)")
-    parser.add_argument("--gloo-lite-path",
-                        help="prepended to the ranks' PYTHONPATH (default: a build's python "
-                             "folder with the backend; '' for none)")
     parser.add_argument("--out", help="write results.json, collectives.csv, ddp.csv and "
                                       "table.md here (default: a new /tmp/torch_compare.*)")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds per launch")
-    parser.add_argument("--quiet-cores", type=float, default=0.25,
-                        help="before each launch wait until fewer cores are busy (default 0.25)")
-    parser.add_argument("--quiet-wait", type=float, default=10,
-                        help="but at most this many seconds (default 10)")
-    parser.add_argument("--from-json", metavar="F", help="run nothing: the tables of a run's "
-                                                         "results.json")
     args = parser.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
@@ -377,9 +331,7 @@ def parse_args(argv=None):
         args.sizes = sweep(model.parse_size(args.minbytes), model.parse_size(args.maxbytes),
                            args.stepfactor)
     args.collectives = [c for c in args.collectives.split(",") if c]
-    for coll in args.collectives:
-        if coll not in COLLECTIVES:
-            parser.error("unknown collective %r; known: %s" % (coll, ", ".join(COLLECTIVES)))
+    check_collectives(parser, args.collectives, COLLECTIVES)
     if args.no_collectives:
         args.sizes = []
     if args.no_ddp:
@@ -413,7 +365,10 @@ def run_all(args):
     failed = False
     for P in args.Ps:
         log("P=%d" % P)
-        records, meta, error = launch(worker_cmd(P, args), env, args)
+        # The launch's own timeout past the ranks' (--timeout), so that they report theirs.
+        records, meta, error, foreign = launch(worker_cmd(P, args), env, args, log,
+                                               timeout=args.timeout + 60, stderr_tail=1500)
+        records = [dict(r, launch_foreign=foreign) for r in records]
         run["meta"] = meta or run["meta"]
         run["records"] += [r for r in records if r["kind"] == "collective"]
         run["ddp"] += [r for r in records if r["kind"] == "ddp"]

@@ -7,4 +7,5 @@ Modules:
   runner  - scratch copy and build of the anchors, quiet-machine waits, launching every case
   plot    - busbw and latency against size with matplotlib (also runnable as a module)
   selftest- fixture-driven tests (no runs, no anchors needed): `compare --self-test`
+  side_by_side - what python_compare.py and torch_compare.py share: options, launch, tables
 """
