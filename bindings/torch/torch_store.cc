@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <utility>
 
 #include "bindings/torch/torch_errors.h"
+#include "gloo_lite/base/backoff.h"
 #include "gloo_lite/base/error.h"
 
 namespace gloo_lite::torch_backend {
@@ -56,17 +56,15 @@ void TorchStore::wait(const std::vector<std::string>& keys, const Deadline& dead
     // slices of 50 ms (the shared-memory setup, host_segment.cc): a rank whose last slice
     // took 1-5 s more raised that late and wrote its hang report too late for its peers,
     // which named it as never arrived.
-    auto pause = std::chrono::milliseconds(1);
+    Backoff backoff(std::chrono::milliseconds(1), std::chrono::milliseconds(10));
     for (;;) {
       if (check(keys, deadline)) return;
-      if (deadline.expired()) {
+      if (!backoff.sleep(deadline)) {
         throw TimeoutError("key(s) " + join(keys) + " did not appear in torch's store " +
                            description_ + " before the deadline (" +
                            std::to_string(budget.count()) +
                            " ms): a rank has not reached this point");
       }
-      std::this_thread::sleep_for(std::min(pause, deadline.remaining()));
-      pause = std::min(pause * 2, std::chrono::milliseconds(10));
     }
   }
   try {
