@@ -54,10 +54,11 @@ RunDescription describe_run(Context& context) {
   RunDescription run;
   run.version = GLOO_LITE_BENCH_VERSION;
   run.transport = knob_string("GLOO_LITE_TRANSPORT");  // what -t (or the environment) chose
-  run.device = context.device()->name();
+  const TuningInputs tuning = tuning_inputs(context);
+  run.device = tuning.device;
   run.host = host_name();
   run.ranks = context.size();
-  run.ranks_per_core = context.ranks_per_core();
+  run.ranks_per_core = tuning.ranks_per_core;
   for (int rank = 0; rank < context.size(); ++rank) {
     const char* line = lines.data() + rank * kLine;
     run.rank_lines.emplace_back(line, strnlen(line, kLine));

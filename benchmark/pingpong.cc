@@ -14,6 +14,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/bootstrap.h"
+#include "gloo_lite/context_engine.h"
 
 namespace {
 
@@ -63,11 +64,12 @@ int main(int argc, char** argv) {
     auto context = gloo_lite::init_from_env();
     if (context->size() < 2) throw gloo_lite::InvalidArgument("ping-pong needs 2 ranks");
     int rank = context->rank();
-    auto& mesh = context->mesh();
+    auto& mesh = engine_of(*context).mesh();
     std::vector<uint8_t> buffer(options.max_bytes, static_cast<uint8_t>(rank));
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
     if (rank == 0) {
-      std::printf("# gloo_lite ping-pong, %s, 2 processes\n", context->device()->name().c_str());
+      std::printf("# gloo_lite ping-pong, %s, 2 processes\n",
+                  engine_of(*context).device()->name().c_str());
       std::printf("# %12s %10s %12s %12s\n", "size(B)", "iters", "time(us)", "bw(GB/s)");
     }
     for (uint64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
@@ -81,11 +83,11 @@ int main(int argc, char** argv) {
         int count = pass == 0 ? options.warmup : iterations;
         for (int i = 0; i < count && rank < 2; ++i) {
           if (rank == 0) {
-            mesh.wait({mesh.send(1, 0, *memory, 0, bytes)}, context->deadline());
-            mesh.wait({mesh.recv(1, 0, *memory, 0, bytes)}, context->deadline());
+            mesh.wait({mesh.send(1, 0, *memory, 0, bytes)}, engine_of(*context).deadline());
+            mesh.wait({mesh.recv(1, 0, *memory, 0, bytes)}, engine_of(*context).deadline());
           } else {
-            mesh.wait({mesh.recv(0, 0, *memory, 0, bytes)}, context->deadline());
-            mesh.wait({mesh.send(0, 0, *memory, 0, bytes)}, context->deadline());
+            mesh.wait({mesh.recv(0, 0, *memory, 0, bytes)}, engine_of(*context).deadline());
+            mesh.wait({mesh.send(0, 0, *memory, 0, bytes)}, engine_of(*context).deadline());
           }
         }
         double us =

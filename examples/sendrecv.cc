@@ -21,18 +21,16 @@ int main() {
     std::vector<float> big(1 << 20, static_cast<float>(rank));
     std::vector<float> big_in(big.size());
 
-    auto& mesh = context->mesh();
-    auto out = mesh.register_memory(greeting.data(), greeting.size());
-    auto in = mesh.register_memory(received.data(), received.size());
-    auto big_out = mesh.register_memory(big.data(), big.size() * sizeof(float));
-    auto big_in_memory = mesh.register_memory(big_in.data(), big_in.size() * sizeof(float));
+    // Posted together and waited for together: every rank sends before it waits, so that no
+    // send waits for a receive that its peer has not posted yet.
     // The receiver must know the size: greetings differ in length only past rank 9.
     size_t left_bytes = ("hello from rank " + std::to_string(left)).size();
-    mesh.wait(
-        {mesh.send(right, 1, *out, 0, greeting.size()), mesh.recv(left, 1, *in, 0, left_bytes),
-         mesh.send(right, 2, *big_out, 0, big.size() * sizeof(float)),
-         mesh.recv(left, 2, *big_in_memory, 0, big_in.size() * sizeof(float))},
-        context->deadline());
+    std::vector<gloo_lite::Work> transfers;
+    transfers.push_back(context->isend(right, greeting.data(), greeting.size(), 1));
+    transfers.push_back(context->irecv(left, received.data(), left_bytes, 1));
+    transfers.push_back(context->isend(right, big.data(), big.size() * sizeof(float), 2));
+    transfers.push_back(context->irecv(left, big_in.data(), big_in.size() * sizeof(float), 2));
+    for (gloo_lite::Work& transfer : transfers) transfer.wait();
 
     bool ok =
         big_in.front() == static_cast<float>(left) && big_in.back() == static_cast<float>(left);

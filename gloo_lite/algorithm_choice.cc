@@ -4,6 +4,7 @@
 
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite {
 namespace {
@@ -45,7 +46,8 @@ std::string chosen_algorithm(Context& context, const std::string& collective, si
                              DataType type, ReduceOp op, int root, const std::string& requested) {
   // The same description collectives.cc builds for the tuner, minus buffers, tag and deadline,
   // which no `supports` or `cost` reads.
-  algo::Call call = algo::Call::on(context, collective_by_name(collective), type, op, root);
+  algo::Call call =
+      algo::Call::on(engine_of(context), collective_by_name(collective), type, op, root);
   if (call.collective == Collective::kBarrier) {
     call.type = DataType::kUint8;
     call.element = 1;
@@ -61,6 +63,11 @@ std::string chosen_algorithm(Context& context, const std::string& collective, si
     call.count = count;
   }
   return algo::choose_algorithm(call, requested).name;
+}
+
+TuningInputs tuning_inputs(const Context& context) {
+  ContextEngine& engine = engine_of(context);
+  return {engine.device()->name(), engine.ranks_per_core(), engine.network_beta()};
 }
 
 }  // namespace gloo_lite

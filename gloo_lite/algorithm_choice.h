@@ -30,4 +30,12 @@ std::string chosen_algorithm(Context& context, const std::string& collective, si
                              DataType type, ReduceOp op = ReduceOp::kSum, int root = 0,
                              const std::string& requested = "auto");
 
+// What the tuner knows of `context`, fixed when it connected: for reports beside measurements.
+struct TuningInputs {
+  std::string device;     // the transport device's name ("tcp", "shm+tcp", ...)
+  double ranks_per_core;  // ranks per usable CPU on the most crowded host, the same on every rank
+  double network_beta;    // seconds per byte over a host's link, 0 on one host or when given
+};
+TuningInputs tuning_inputs(const Context& context);
+
 }  // namespace gloo_lite

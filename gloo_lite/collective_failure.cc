@@ -7,7 +7,7 @@
 namespace gloo_lite {
 
 void fail_collective(const FailedCall& call, std::exception_ptr error) {
-  Context& context = *call.context;
+  ContextEngine& context = *call.context;
   const std::string on_rank =
       " on rank " + std::to_string(context.rank()) + " of " + std::to_string(context.size());
   // The cause first (messages get cut), the call's details after it.

@@ -13,7 +13,7 @@
 #include <exception>
 #include <string>
 
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite {
 
@@ -29,7 +29,7 @@ constexpr std::chrono::milliseconds kAfterTimeoutBudget{500};
 constexpr std::chrono::milliseconds kAfterTimeoutTail{150};
 
 struct FailedCall {
-  Context* context;
+  ContextEngine* context;
   std::string what;       // "allreduce #57 on tag 0"
   std::string arguments;  // "float32 sum, 1024 elements, ring"
   uint16_t tag;

@@ -15,6 +15,8 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collective_failure.h"
+#include "gloo_lite/context_engine.h"
+#include "gloo_lite/engine_collectives.h"
 #include "gloo_lite/fingerprint.h"
 #include "gloo_lite/stream.h"
 #include "gloo_lite/transport/tag_space.h"
@@ -28,7 +30,7 @@ using algo::Collective;
 // Validates what every collective shares (root, type, op) and fills the tuner-visible part of
 // the call. The stream turn, sequence number and deadline come later, in run(), once every
 // argument has been checked: an invalid call consumes nothing.
-Call describe(Context& context, Collective collective, DataType type, ReduceOp op, int root,
+Call describe(ContextEngine& context, Collective collective, DataType type, ReduceOp op, int root,
               const CollectiveOptions& options) {
   const char* name = algo::collective_name(collective);
   context.require_creating_process(name);
@@ -170,7 +172,7 @@ struct Prepared {
 // choose_algorithm as before.
 const algo::Algorithm& cached_choice(const Call& call, const std::string& requested) {
   struct Entry {
-    const Context* context = nullptr;
+    const ContextEngine* context = nullptr;
     uint64_t context_id = 0;
     Collective collective = Collective::kAllreduce;
     DataType type = DataType::kUint8;
@@ -230,7 +232,7 @@ void execute(Prepared& prepared, const detail::Turn& turn) {
   const CollectiveOptions& options = *prepared.options;
   const algo::Algorithm& algorithm = *prepared.algorithm;
   const char* name = algo::collective_name(call.collective);
-  Context& context = *call.context;
+  ContextEngine& context = *call.context;
   auto what = [&] {
     return std::string(name) + " #" + std::to_string(turn.sequence) + " on tag " +
            std::to_string(options.tag);
@@ -332,8 +334,8 @@ std::function<void()> average_after(ReduceOp op, void* output, size_t count, Dat
   return [=] { finish_average(output, count, type, size); };
 }
 
-Work allreduce_call(Context& context, const void* input, void* output, size_t count, DataType type,
-                    ReduceOp op, const CollectiveOptions& options, Mode mode) {
+Work allreduce_call(ContextEngine& context, const void* input, void* output, size_t count,
+                    DataType type, ReduceOp op, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAllreduce, type, op, 0, options);
   call.count = count;
   Prepared prepared = prepare(std::move(call), input, count, output, count, options);
@@ -341,8 +343,9 @@ Work allreduce_call(Context& context, const void* input, void* output, size_t co
   return launch(std::move(prepared), mode);
 }
 
-Work reduce_call(Context& context, const void* input, void* output, size_t count, DataType type,
-                 ReduceOp op, int root, const CollectiveOptions& options, Mode mode) {
+Work reduce_call(ContextEngine& context, const void* input, void* output, size_t count,
+                 DataType type, ReduceOp op, int root, const CollectiveOptions& options,
+                 Mode mode) {
   Call call = describe(context, Collective::kReduce, type, op, root, options);
   call.count = count;
   bool is_root = context.rank() == root;
@@ -352,7 +355,7 @@ Work reduce_call(Context& context, const void* input, void* output, size_t count
   return launch(std::move(prepared), mode);
 }
 
-Work reduce_scatterv_call(Context& context, const void* input, void* output,
+Work reduce_scatterv_call(ContextEngine& context, const void* input, void* output,
                           const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
                           const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kReduceScatter, type, op, 0, options);
@@ -363,7 +366,7 @@ Work reduce_scatterv_call(Context& context, const void* input, void* output,
   return launch(std::move(prepared), mode);
 }
 
-Work allgatherv_call(Context& context, const void* input, void* output,
+Work allgatherv_call(ContextEngine& context, const void* input, void* output,
                      const std::vector<size_t>& counts, DataType type,
                      const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAllgather, type, ReduceOp::kSum, 0, options);
@@ -385,7 +388,7 @@ Work allgatherv_call(Context& context, const void* input, void* output,
   return launch(std::move(prepared), mode);
 }
 
-Work gatherv_call(Context& context, const void* input, void* output,
+Work gatherv_call(ContextEngine& context, const void* input, void* output,
                   const std::vector<size_t>& counts, DataType type, int root,
                   const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kGather, type, ReduceOp::kSum, root, options);
@@ -396,7 +399,7 @@ Work gatherv_call(Context& context, const void* input, void* output,
                 mode);
 }
 
-Work scatterv_call(Context& context, const void* input, void* output,
+Work scatterv_call(ContextEngine& context, const void* input, void* output,
                    const std::vector<size_t>& counts, DataType type, int root,
                    const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kScatter, type, ReduceOp::kSum, root, options);
@@ -407,15 +410,16 @@ Work scatterv_call(Context& context, const void* input, void* output,
                 mode);
 }
 
-Work broadcast_call(Context& context, void* data, size_t count, DataType type, int root,
+Work broadcast_call(ContextEngine& context, void* data, size_t count, DataType type, int root,
                     const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBroadcast, type, ReduceOp::kSum, root, options);
   call.count = count;
   return launch(prepare(std::move(call), data, count, data, count, options), mode);
 }
 
-Work alltoallv_call(Context& context, const void* input, const std::vector<size_t>& send_counts,
-                    void* output, const std::vector<size_t>& recv_counts, DataType type,
+Work alltoallv_call(ContextEngine& context, const void* input,
+                    const std::vector<size_t>& send_counts, void* output,
+                    const std::vector<size_t>& recv_counts, DataType type,
                     const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kAlltoall, type, ReduceOp::kSum, 0, options);
   set_blocks(call, send_counts, "send_counts");
@@ -437,12 +441,12 @@ Work alltoallv_call(Context& context, const void* input, const std::vector<size_
   return launch(prepare(std::move(call), input, sent, output, received, options), mode);
 }
 
-Work barrier_call(Context& context, const CollectiveOptions& options, Mode mode) {
+Work barrier_call(ContextEngine& context, const CollectiveOptions& options, Mode mode) {
   Call call = describe(context, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, options);
   return launch(prepare(std::move(call), nullptr, 0, nullptr, 0, options), mode);
 }
 
-std::vector<size_t> equal_blocks(const Context& context, size_t count) {
+std::vector<size_t> equal_blocks(const ContextEngine& context, size_t count) {
   return std::vector<size_t>(context.size(), count);
 }
 
@@ -451,133 +455,154 @@ std::vector<size_t> equal_blocks(const Context& context, size_t count) {
 // The blocking forms and the non-blocking ones: one path each (Mode says which).
 void allreduce(Context& c, const void* input, void* output, size_t count, DataType type,
                ReduceOp op, const CollectiveOptions& options) {
-  allreduce_call(c, input, output, count, type, op, options, Mode::kBlocking);
+  allreduce_call(engine_of(c), input, output, count, type, op, options, Mode::kBlocking);
 }
 Work iallreduce(Context& c, const void* input, void* output, size_t count, DataType type,
                 ReduceOp op, const CollectiveOptions& options) {
-  return allreduce_call(c, input, output, count, type, op, options, Mode::kNonBlocking);
+  return allreduce_call(engine_of(c), input, output, count, type, op, options, Mode::kNonBlocking);
 }
 
 void reduce(Context& c, const void* input, void* output, size_t count, DataType type, ReduceOp op,
             int root, const CollectiveOptions& options) {
-  reduce_call(c, input, output, count, type, op, root, options, Mode::kBlocking);
+  reduce_call(engine_of(c), input, output, count, type, op, root, options, Mode::kBlocking);
 }
 Work ireduce(Context& c, const void* input, void* output, size_t count, DataType type, ReduceOp op,
              int root, const CollectiveOptions& options) {
-  return reduce_call(c, input, output, count, type, op, root, options, Mode::kNonBlocking);
+  return reduce_call(engine_of(c), input, output, count, type, op, root, options,
+                     Mode::kNonBlocking);
 }
 
 void reduce_scatterv(Context& c, const void* input, void* output,
                      const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
                      const CollectiveOptions& options) {
-  reduce_scatterv_call(c, input, output, recv_counts, type, op, options, Mode::kBlocking);
+  reduce_scatterv_call(engine_of(c), input, output, recv_counts, type, op, options,
+                       Mode::kBlocking);
 }
 Work ireduce_scatterv(Context& c, const void* input, void* output,
                       const std::vector<size_t>& recv_counts, DataType type, ReduceOp op,
                       const CollectiveOptions& options) {
-  return reduce_scatterv_call(c, input, output, recv_counts, type, op, options, Mode::kNonBlocking);
+  return reduce_scatterv_call(engine_of(c), input, output, recv_counts, type, op, options,
+                              Mode::kNonBlocking);
 }
 void reduce_scatter(Context& c, const void* input, void* output, size_t recv_count, DataType type,
                     ReduceOp op, const CollectiveOptions& options) {
-  reduce_scatterv_call(c, input, output, equal_blocks(c, recv_count), type, op, options,
-                       Mode::kBlocking);
+  reduce_scatterv_call(engine_of(c), input, output, equal_blocks(engine_of(c), recv_count), type,
+                       op, options, Mode::kBlocking);
 }
 Work ireduce_scatter(Context& c, const void* input, void* output, size_t recv_count, DataType type,
                      ReduceOp op, const CollectiveOptions& options) {
-  return reduce_scatterv_call(c, input, output, equal_blocks(c, recv_count), type, op, options,
-                              Mode::kNonBlocking);
+  return reduce_scatterv_call(engine_of(c), input, output, equal_blocks(engine_of(c), recv_count),
+                              type, op, options, Mode::kNonBlocking);
 }
 
 void allgatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
                 DataType type, const CollectiveOptions& options) {
-  allgatherv_call(c, input, output, counts, type, options, Mode::kBlocking);
+  allgatherv_call(engine_of(c), input, output, counts, type, options, Mode::kBlocking);
 }
 Work iallgatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
                  DataType type, const CollectiveOptions& options) {
-  return allgatherv_call(c, input, output, counts, type, options, Mode::kNonBlocking);
+  return allgatherv_call(engine_of(c), input, output, counts, type, options, Mode::kNonBlocking);
 }
 void allgather(Context& c, const void* input, void* output, size_t count, DataType type,
                const CollectiveOptions& options) {
-  allgatherv_call(c, input, output, equal_blocks(c, count), type, options, Mode::kBlocking);
+  allgatherv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type, options,
+                  Mode::kBlocking);
 }
 Work iallgather(Context& c, const void* input, void* output, size_t count, DataType type,
                 const CollectiveOptions& options) {
-  return allgatherv_call(c, input, output, equal_blocks(c, count), type, options,
-                         Mode::kNonBlocking);
+  return allgatherv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type,
+                         options, Mode::kNonBlocking);
 }
 
 void gatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
              DataType type, int root, const CollectiveOptions& options) {
-  gatherv_call(c, input, output, counts, type, root, options, Mode::kBlocking);
+  gatherv_call(engine_of(c), input, output, counts, type, root, options, Mode::kBlocking);
 }
 Work igatherv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
               DataType type, int root, const CollectiveOptions& options) {
-  return gatherv_call(c, input, output, counts, type, root, options, Mode::kNonBlocking);
+  return gatherv_call(engine_of(c), input, output, counts, type, root, options, Mode::kNonBlocking);
 }
 void gather(Context& c, const void* input, void* output, size_t count, DataType type, int root,
             const CollectiveOptions& options) {
-  gatherv_call(c, input, output, equal_blocks(c, count), type, root, options, Mode::kBlocking);
+  gatherv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type, root, options,
+               Mode::kBlocking);
 }
 Work igather(Context& c, const void* input, void* output, size_t count, DataType type, int root,
              const CollectiveOptions& options) {
-  return gatherv_call(c, input, output, equal_blocks(c, count), type, root, options,
-                      Mode::kNonBlocking);
+  return gatherv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type, root,
+                      options, Mode::kNonBlocking);
 }
 
 void scatterv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
               DataType type, int root, const CollectiveOptions& options) {
-  scatterv_call(c, input, output, counts, type, root, options, Mode::kBlocking);
+  scatterv_call(engine_of(c), input, output, counts, type, root, options, Mode::kBlocking);
 }
 Work iscatterv(Context& c, const void* input, void* output, const std::vector<size_t>& counts,
                DataType type, int root, const CollectiveOptions& options) {
-  return scatterv_call(c, input, output, counts, type, root, options, Mode::kNonBlocking);
+  return scatterv_call(engine_of(c), input, output, counts, type, root, options,
+                       Mode::kNonBlocking);
 }
 void scatter(Context& c, const void* input, void* output, size_t count, DataType type, int root,
              const CollectiveOptions& options) {
-  scatterv_call(c, input, output, equal_blocks(c, count), type, root, options, Mode::kBlocking);
+  scatterv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type, root, options,
+                Mode::kBlocking);
 }
 Work iscatter(Context& c, const void* input, void* output, size_t count, DataType type, int root,
               const CollectiveOptions& options) {
-  return scatterv_call(c, input, output, equal_blocks(c, count), type, root, options,
-                       Mode::kNonBlocking);
+  return scatterv_call(engine_of(c), input, output, equal_blocks(engine_of(c), count), type, root,
+                       options, Mode::kNonBlocking);
 }
 
 void broadcast(Context& c, void* data, size_t count, DataType type, int root,
                const CollectiveOptions& options) {
-  broadcast_call(c, data, count, type, root, options, Mode::kBlocking);
+  broadcast_call(engine_of(c), data, count, type, root, options, Mode::kBlocking);
 }
 Work ibroadcast(Context& c, void* data, size_t count, DataType type, int root,
                 const CollectiveOptions& options) {
-  return broadcast_call(c, data, count, type, root, options, Mode::kNonBlocking);
+  return broadcast_call(engine_of(c), data, count, type, root, options, Mode::kNonBlocking);
 }
 
 void alltoallv(Context& c, const void* input, const std::vector<size_t>& send_counts, void* output,
                const std::vector<size_t>& recv_counts, DataType type,
                const CollectiveOptions& options) {
-  alltoallv_call(c, input, send_counts, output, recv_counts, type, options, Mode::kBlocking);
+  alltoallv_call(engine_of(c), input, send_counts, output, recv_counts, type, options,
+                 Mode::kBlocking);
 }
 Work ialltoallv(Context& c, const void* input, const std::vector<size_t>& send_counts, void* output,
                 const std::vector<size_t>& recv_counts, DataType type,
                 const CollectiveOptions& options) {
-  return alltoallv_call(c, input, send_counts, output, recv_counts, type, options,
+  return alltoallv_call(engine_of(c), input, send_counts, output, recv_counts, type, options,
                         Mode::kNonBlocking);
 }
 void alltoall(Context& c, const void* input, void* output, size_t count, DataType type,
               const CollectiveOptions& options) {
-  alltoallv_call(c, input, equal_blocks(c, count), output, equal_blocks(c, count), type, options,
-                 Mode::kBlocking);
+  alltoallv_call(engine_of(c), input, equal_blocks(engine_of(c), count), output,
+                 equal_blocks(engine_of(c), count), type, options, Mode::kBlocking);
 }
 Work ialltoall(Context& c, const void* input, void* output, size_t count, DataType type,
                const CollectiveOptions& options) {
-  return alltoallv_call(c, input, equal_blocks(c, count), output, equal_blocks(c, count), type,
-                        options, Mode::kNonBlocking);
+  return alltoallv_call(engine_of(c), input, equal_blocks(engine_of(c), count), output,
+                        equal_blocks(engine_of(c), count), type, options, Mode::kNonBlocking);
 }
 
 void barrier(Context& c, const CollectiveOptions& options) {
-  barrier_call(c, options, Mode::kBlocking);
+  barrier_call(engine_of(c), options, Mode::kBlocking);
 }
 Work ibarrier(Context& c, const CollectiveOptions& options) {
-  return barrier_call(c, options, Mode::kNonBlocking);
+  return barrier_call(engine_of(c), options, Mode::kNonBlocking);
+}
+
+// Core's own collectives on an engine (gloo_lite/engine_collectives.h): the public path, from
+// the handle's engine on.
+void allreduce(ContextEngine& engine, const void* input, void* output, size_t count, DataType type,
+               ReduceOp op, const CollectiveOptions& options) {
+  allreduce_call(engine, input, output, count, type, op, options, Mode::kBlocking);
+}
+
+void allgather(ContextEngine& engine, const void* input, void* output, size_t count, DataType type,
+               const CollectiveOptions& options) {
+  allgatherv_call(engine, input, output, equal_blocks(engine, count), type, options,
+                  Mode::kBlocking);
 }
 
 }  // namespace gloo_lite

@@ -18,7 +18,7 @@
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite {
 namespace {
@@ -28,10 +28,10 @@ constexpr const char* kKnob = "GLOO_LITE_FLIGHT_SIGNAL";
 // Never destroyed: the dumper thread may still run while the process exits, and a context
 // destroyed by a static destructor still unregisters.
 struct State {
-  std::mutex mutex;                      // guards everything below
-  std::vector<const Context*> contexts;  // live ones, in registration order
-  pid_t installed_in = 0;                // the process that read the knob (0: none yet)
-  int signal = 0;                        // 0: off
+  std::mutex mutex;                            // guards everything below
+  std::vector<const ContextEngine*> contexts;  // live ones, in registration order
+  pid_t installed_in = 0;                      // the process that read the knob (0: none yet)
+  int signal = 0;                              // 0: off
   int read_fd = -1;
 };
 
@@ -199,13 +199,13 @@ void install_flight_signal() {
                               << " dumps the flight recorders of this process to stderr");
 }
 
-void register_live_context(const Context* context) {
+void register_live_context(const ContextEngine* context) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.contexts.push_back(context);
 }
 
-void unregister_live_context(const Context* context) {
+void unregister_live_context(const ContextEngine* context) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.contexts.erase(std::remove(s.contexts.begin(), s.contexts.end(), context), s.contexts.end());
@@ -218,7 +218,7 @@ void dump_live_contexts(const std::string& why) {
   if (s.contexts.empty()) {
     log_write(LogLevel::kWarn, "flight", why + ": no live context in this process");
   }
-  for (const Context* context : s.contexts) {
+  for (const ContextEngine* context : s.contexts) {
     log_write(LogLevel::kWarn, "flight", why + ": " + context->flight_record());
   }
 }

@@ -13,7 +13,7 @@
 
 namespace gloo_lite {
 
-class Context;
+class ContextEngine;
 
 // GLOO_LITE_FLIGHT_SIGNAL's value as a signal number; 0 for off (empty, "off"). Accepts USR1,
 // USR2, RTMIN+n (SIG prefix optional, any case) and the numbers of those signals. Throws
@@ -30,8 +30,8 @@ std::string flight_signal_name(int sig);
 void install_flight_signal();
 
 // The registry of live contexts that a dump covers.
-void register_live_context(const Context* context);
-void unregister_live_context(const Context* context);
+void register_live_context(const ContextEngine* context);
+void unregister_live_context(const ContextEngine* context);
 
 // What the signal does: one block per live context on stderr, `why` in each heading.
 void dump_live_contexts(const std::string& why);

@@ -10,7 +10,7 @@ namespace gloo_lite {
 namespace {
 
 // Per tag: independent streams of one rank may time out at once.
-std::string report_key(const Context& context, uint16_t tag, int rank) {
+std::string report_key(const ContextEngine& context, uint16_t tag, int rank) {
   return context.store_key("hang/" + std::to_string(tag) + "/" + std::to_string(rank));
 }
 
@@ -88,7 +88,7 @@ std::chrono::milliseconds hang_report_grace(std::chrono::milliseconds timeout) {
   return std::clamp(timeout / 10, std::chrono::milliseconds(200), std::chrono::milliseconds(2000));
 }
 
-HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t sequence,
+HangVerdict exchange_hang_reports(ContextEngine& context, uint16_t tag, uint64_t sequence,
                                   const std::string& what, std::chrono::milliseconds grace,
                                   Deadline end) {
   HangVerdict verdict;

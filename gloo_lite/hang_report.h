@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite {
 
@@ -35,7 +35,7 @@ std::chrono::milliseconds hang_report_grace(std::chrono::milliseconds timeout);
 // Writes this rank's report for (tag, sequence, what) and collects the others' until every
 // rank reported or `grace` passed. No store call runs past `end` (a store this rank cannot
 // reach any more must not hold its error back): then the verdict is store_failed.
-HangVerdict exchange_hang_reports(Context& context, uint16_t tag, uint64_t sequence,
+HangVerdict exchange_hang_reports(ContextEngine& context, uint16_t tag, uint64_t sequence,
                                   const std::string& what, std::chrono::milliseconds grace,
                                   Deadline end);
 

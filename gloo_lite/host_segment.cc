@@ -8,7 +8,7 @@
 #include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/fingerprint.h"
 #include "gloo_lite/hang_report.h"
 #include "gloo_lite/transport/matching.h"
@@ -69,7 +69,7 @@ std::string name_in(const std::vector<int>& context_ranks, int rank) {
 // where that abort is (for shared memory, once failure_cause() has read the notice: no thread
 // reads it while this rank is in no wait). A mismatch is raised as one (enter_collective), any
 // other cause as the rank's where it began, as a host segment's abort record is.
-void watch_mesh(Context& context, const algo::Call& call) {
+void watch_mesh(ContextEngine& context, const algo::Call& call) {
   transport::Mesh& mesh = context.mesh();
   transport::AbortCause cause = mesh.failure_cause();
   if (!cause.known()) return;
@@ -85,7 +85,7 @@ void watch_mesh(Context& context, const algo::Call& call) {
 // slice, a zero-byte receive from every peer under the call's tag makes a peer that left (its
 // connection closed) or runs another algorithm (its messages' fingerprints) fail the wait too.
 // `probe` false: no receives (see the last round of attach()).
-std::vector<Bytes> read_keys(Context& context, const algo::Call& call,
+std::vector<Bytes> read_keys(ContextEngine& context, const algo::Call& call,
                              const std::vector<int>& context_ranks,
                              const std::vector<std::string>& keys, bool probe = true) {
   std::vector<transport::RequestPtr> probes;
@@ -189,7 +189,7 @@ HostSegment::HostSegment(std::unique_ptr<SharedMemory> memory, int rank,
   policy_.configure_for(ranks_per_core, kDefaultWaitBounds);
 }
 
-std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::Call& call,
+std::unique_ptr<HostSegment> HostSegment::attach(ContextEngine& context, const algo::Call& call,
                                                  size_t chunk_bytes, const std::string& group,
                                                  const std::vector<int>& context_ranks) {
   const uint16_t stream = tags::stream_of(call.tag);
@@ -302,8 +302,8 @@ std::unique_ptr<HostSegment> HostSegment::attach(Context& context, const algo::C
   } catch (const std::exception& e) {
     // A peer may have mapped the segment and gone on into the call, which waits for this rank
     // there and would read only its closed mark (~HostSegment): leave it the cause first, as a
-    // failed call leaves it in a segment of the context (Context::fail), the origin's when the
-    // failure came from another rank, the context's own when it failed meanwhile.
+    // failed call leaves it in a segment of the context (ContextEngine::fail), the origin's when
+    // the failure came from another rank, the context's own when it failed meanwhile.
     if (segment) {
       transport::AbortCause cause = context.mesh().failure_cause();
       if (!cause.known()) {
@@ -590,7 +590,7 @@ void HostSegment::abort(int rank, transport::ErrorKind kind, const transport::Ab
   uint32_t none = 0;
   if (!record.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
   record.rank = rank;
-  // Context ranks, as the callers give them (a group segment's own ranks differ: this class
+  // ContextEngine ranks, as the callers give them (a group segment's own ranks differ: this class
   // writes context_ranks_[rank_]); the origin came through the mesh, which checked it against
   // the context's size.
   record.origin = cause.known() ? cause.origin : rank;

@@ -32,7 +32,7 @@
 
 namespace gloo_lite {
 
-class Context;
+class ContextEngine;
 namespace algo {
 struct Call;
 }
@@ -54,7 +54,7 @@ class HostSegment {
   // subset of the context's ranks in the store keys (hierarchical.cc: the ranks of one host),
   // and `context_ranks` gives the context rank of each segment rank (empty: the same ranks, a
   // segment of the whole context). Every text and abort record names context ranks.
-  static std::unique_ptr<HostSegment> attach(Context& context, const algo::Call& call,
+  static std::unique_ptr<HostSegment> attach(ContextEngine& context, const algo::Call& call,
                                              size_t chunk_bytes, const std::string& group = "",
                                              const std::vector<int>& context_ranks = {});
   // Marks this rank closed: peers that still wait for it fail instead of hanging.

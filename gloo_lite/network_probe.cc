@@ -8,7 +8,8 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/collectives.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
+#include "gloo_lite/engine_collectives.h"
 #include "gloo_lite/work.h"
 
 namespace gloo_lite {
@@ -26,7 +27,7 @@ std::vector<int> host_leaders(const std::vector<std::string>& hosts) {
 }
 
 // Rethrows `error` as its own kind, with what the probe was doing in front.
-[[noreturn]] void rethrow_named(const Context& context, const std::exception& error) {
+[[noreturn]] void rethrow_named(const ContextEngine& context, const std::exception& error) {
   std::string what =
       "network probe at context creation (" + context.describe() +
       ", the host leaders exchanging " + std::to_string(static_cast<long>(kNetworkProbeBytes)) +
@@ -41,7 +42,7 @@ std::vector<int> host_leaders(const std::vector<std::string>& hosts) {
 
 }  // namespace
 
-double measure_network_beta(Context& context) {
+double measure_network_beta(ContextEngine& context) {
   if (context.size() < 2 || context.on_one_host()) return 0;
   const std::vector<int> leaders = host_leaders(context.hosts());
   const int hosts = static_cast<int>(leaders.size());

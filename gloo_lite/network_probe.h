@@ -9,7 +9,7 @@
 
 namespace gloo_lite {
 
-class Context;
+class ContextEngine;
 
 // Bytes the timed exchange sends each way between neighbouring hosts, after a warm-up of the
 // same size (which empties a shaper's burst allowance and opens TCP's window).
@@ -17,7 +17,7 @@ constexpr double kNetworkProbeBytes = 1 << 20;
 // The collective stream (CollectiveOptions::tag) of the probe's one collective: the last one,
 // which a user's calls share only in their numbering (its first call is then #1).
 constexpr uint16_t kNetworkProbeTag = 0xffff;
-// The point-to-point tags (Context::isend/irecv) of the leaders' exchanges: the three largest
+// The point-to-point tags (ContextEngine::isend/irecv) of the leaders' exchanges: the three largest
 // user tags (this one, one less, two less), reserved to the probe at context creation.
 constexpr uint64_t kNetworkProbeP2PTag = (uint64_t{1} << 63) - 1;
 // The probe's own bound (or the context's timeout, if less); a leader that does not finish
@@ -32,6 +32,6 @@ constexpr std::chrono::milliseconds kNetworkProbeLimit{10000};
 // slowest leader's time, bit for bit. create() does it before it returns the context; a
 // failure or a timeout raises the error, prefixed with what was being measured. 0 where the
 // context runs on one host (nothing is measured).
-double measure_network_beta(Context& context);
+double measure_network_beta(ContextEngine& context);
 
 }  // namespace gloo_lite

@@ -1,8 +1,8 @@
-// Internal: non-blocking point-to-point work (Context::isend/irecv/irecv_any, and the blocking
-// forms, which are these plus wait). The transport moves the bytes on its own (TCP's event loop,
-// the verbs completion queue), so a point-to-point Work needs no thread: it holds the transport
-// request and the registration of the user's buffer, and observing its completion means testing
-// or waiting on that request.
+// Internal: non-blocking point-to-point work (ContextEngine::isend/irecv/irecv_any, and the
+// blocking forms, which are these plus wait). The transport moves the bytes on its own (TCP's event
+// loop, the verbs completion queue), so a point-to-point Work needs no thread: it holds the
+// transport request and the registration of the user's buffer, and observing its completion means
+// testing or waiting on that request.
 //
 // The hub is what lets a context be destroyed while such work is in flight: every Work enters
 // the hub while it touches the transport, and the context, before its mesh goes, closes the hub

@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 #include "gloo_lite/base/error.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite::detail {
 

@@ -32,7 +32,7 @@
 #include "gloo_lite/work_state.h"
 
 namespace gloo_lite {
-class Context;
+class ContextEngine;
 }
 
 namespace gloo_lite::detail {
@@ -81,7 +81,7 @@ class CollectiveWork : public WorkState {
 
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
-  Stream(Context& context, uint16_t tag) : context_(context), tag_(tag) {}
+  Stream(ContextEngine& context, uint16_t tag) : context_(context), tag_(tag) {}
   // The worker thread holds the stream too, so that a context destroyed on the worker (by the
   // last reference to it going with a finished call's captures) does not pull the stream from
   // under that worker.
@@ -110,7 +110,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // (the caller has aborted the mesh, so it ends promptly), and joins the worker.
   void stop(const std::exception_ptr& why);
 
-  // Scratch memory for the running call (Context::scratch).
+  // Scratch memory for the running call (ContextEngine::scratch).
   struct Scratch {
     uint8_t* data = nullptr;
     transport::Memory* memory = nullptr;
@@ -145,7 +145,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // InvalidArgument and consumes nothing.
   void check_entry(std::unique_lock<std::mutex>& lock, const char* collective);
 
-  Context& context_;
+  ContextEngine& context_;
   const uint16_t tag_;
 
   mutable std::mutex mutex_;

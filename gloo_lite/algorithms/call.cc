@@ -7,7 +7,7 @@
 
 namespace gloo_lite::algo {
 
-Call Call::on(Context& context, Collective collective, DataType type, ReduceOp op, int root) {
+Call Call::on(ContextEngine& context, Collective collective, DataType type, ReduceOp op, int root) {
   Call call;
   call.context = &context;
   call.mesh = &context.mesh();
@@ -31,7 +31,7 @@ size_t Call::total_bytes() const {
 
 Scratch::Scratch(const Call& call, size_t bytes) {
   uint16_t tag = tags::stream_of(call.tag);
-  Context::ScratchSpace space = call.context->scratch(tag, bytes);
+  ContextEngine::ScratchSpace space = call.context->scratch(tag, bytes);
   data_ = space.data;
   memory_ = space.memory;
 }

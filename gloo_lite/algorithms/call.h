@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gloo_lite/collective_info.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/reduction.h"
 #include "gloo_lite/types.h"
 
@@ -27,7 +27,7 @@ using gloo_lite::collective_name;
 using gloo_lite::kCollectiveCount;
 
 struct Call {
-  Context* context = nullptr;
+  ContextEngine* context = nullptr;
   transport::Mesh* mesh = nullptr;
   int rank = 0;
   int size = 1;
@@ -57,7 +57,7 @@ struct Call {
   // that a peer in another call is caught where its message lands; kUnchecked: not carried.
   uint64_t fingerprint = transport::kUnchecked;
   Deadline deadline = Deadline::never();
-  // Ranks per CPU on the busiest host (Context::ranks_per_core), for the tuner's host term.
+  // Ranks per CPU on the busiest host (ContextEngine::ranks_per_core), for the tuner's host term.
   double ranks_per_core = 1;
   // The host of every rank where no context says it: a cluster described to gloo_lite_tuner, so
   // that the hierarchical family's supports and cost see its layout. Ignored with a context.
@@ -65,7 +65,8 @@ struct Call {
 
   // What every call on `context` shares, the part the tuner reads: context, ranks, host load,
   // collective, type, op and root. Buffers, counts, tag and deadline are the caller's to fill.
-  static Call on(Context& context, Collective collective, DataType type, ReduceOp op, int root);
+  static Call on(ContextEngine& context, Collective collective, DataType type, ReduceOp op,
+                 int root);
 
   size_t bytes(size_t elements) const { return elements * element; }
   size_t total_bytes() const;  // bytes of the largest buffer this rank handles

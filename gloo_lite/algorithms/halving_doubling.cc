@@ -19,7 +19,7 @@
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/algorithms/host_links.h"
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite::algo {
 namespace {

@@ -72,7 +72,9 @@ Layout layout_of(const std::vector<std::string>& names, int rank) {
   return layout;
 }
 
-Layout layout_of(const Context& context, int rank) { return layout_of(context.hosts(), rank); }
+Layout layout_of(const ContextEngine& context, int rank) {
+  return layout_of(context.hosts(), rank);
+}
 
 // The host index of `rank` and its index there.
 std::pair<int, int> place_of(const Layout& layout, int rank) {

@@ -52,7 +52,7 @@ struct CostModel {
   // GLOO_LITE_NET_CHANGING.
   static const CostModel& get();
   // get() with the network figure of `call`'s context where the knob leaves it to the probe
-  // (Context::network_beta, agreed by every rank): the model auto ranks `call` with.
+  // (ContextEngine::network_beta, agreed by every rank): the model auto ranks `call` with.
   static CostModel for_call(const Call& call);
 };
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gloo_lite/base/deadline.h"
+#include "gloo_lite/transport/mesh_options.h"
 
 namespace gloo_lite::transport {
 
@@ -52,12 +53,6 @@ class Request {
   virtual int source() const = 0;
 };
 using RequestPtr = std::shared_ptr<Request>;
-
-struct MeshOptions {
-  // Eager/rendezvous switch and buffering bounds; 0 means the transport's default/knob.
-  size_t eager_bytes = 0;
-  size_t unexpected_bytes = 0;
-};
 
 // A call fingerprint: 64 bits that identify the collective call a message belongs to (collective,
 // type, op, root, algorithm, a hash of the counts), made by the layer that issues the calls.

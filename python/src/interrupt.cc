@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "gloo_lite/base/deadline.h"
+
 namespace gloo_lite::python {
 namespace {
 

@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include "gloo_lite/base/deadline.h"
 #include "interrupt.h"
 
 namespace gloo_lite::python {

@@ -20,6 +20,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/host.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/transport/tag_space.h"
 #include "test/transport/harness.h"
 
@@ -387,8 +388,8 @@ TEST(DirectAllreduce, DeclinesLargeVectors) {
 algo::Call algorithm_call(Context& context, algo::Collective collective,
                           const std::vector<size_t>& blocks, int root) {
   algo::Call call;
-  call.context = &context;
-  call.mesh = &context.mesh();
+  call.context = &engine_of(context);
+  call.mesh = &engine_of(context).mesh();
   call.rank = context.rank();
   call.size = context.size();
   call.collective = collective;
@@ -418,7 +419,7 @@ TEST(InPlace, ReduceScatterAndScatterAtAlgorithmLevel) {
           const uint64_t salt = 4242;
           {
             std::vector<int32_t> data = inputs<int32_t>(me, 0, offsets.back(), salt);
-            auto memory = context.mesh().register_memory(data.data(), data.size() * 4);
+            auto memory = engine_of(context).mesh().register_memory(data.data(), data.size() * 4);
             algo::Call call = algorithm_call(context, algo::Collective::kReduceScatter, blocks, 0);
             call.input = call.output = reinterpret_cast<uint8_t*>(data.data());
             call.input_memory = call.output_memory = memory.get();
@@ -430,7 +431,7 @@ TEST(InPlace, ReduceScatterAndScatterAtAlgorithmLevel) {
             const int root = 2;
             std::vector<int32_t> data = me == root ? inputs<int32_t>(root, 0, offsets.back(), salt)
                                                    : std::vector<int32_t>(blocks[me], -1);
-            auto memory = context.mesh().register_memory(data.data(), data.size() * 4);
+            auto memory = engine_of(context).mesh().register_memory(data.data(), data.size() * 4);
             algo::Call call = algorithm_call(context, algo::Collective::kScatter, blocks, root);
             call.output = reinterpret_cast<uint8_t*>(data.data());
             call.output_memory = memory.get();
@@ -606,7 +607,7 @@ TEST(CostModel, ContextKnowsItsHostLoad) {
   setenv("GLOO_LITE_CORES", "2", 1);
   std::vector<double> seen(3, -1);
   run_context_threads(
-      3, [&](Context& context) { seen[context.rank()] = context.ranks_per_core(); },
+      3, [&](Context& context) { seen[context.rank()] = engine_of(context).ranks_per_core(); },
       test_options());
   unsetenv("GLOO_LITE_CORES");
   for (double load : seen) EXPECT_DOUBLE_EQ(load, 1.5);

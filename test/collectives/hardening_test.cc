@@ -28,6 +28,7 @@
 #include "gloo_lite/algorithms/registry.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/hang_report.h"
 #include "gloo_lite/transport/mixed_device.h"
 #include "rendezvous/stores.h"
@@ -310,8 +311,8 @@ TEST(ContextsOnOneStore, CanBeCreatedAgainAndAgainWhileOthersLive) {
       [&](Context& first) {
         for (int round = 0; round < 3; ++round) {
           auto start = Clock::now();
-          auto second = Context::create(first.store(), first.rank(), kRanks, first.device(),
-                                        with_timeout(3s));
+          auto second = Context::create(engine_of(first).store(), first.rank(), kRanks,
+                                        engine_of(first).device(), with_timeout(3s));
           EXPECT_LT(seconds_since(start), 2.0) << "rank " << first.rank() << ", round " << round;
           std::vector<int32_t> a(10, first.rank());
           std::vector<int32_t> b(10, 1);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 namespace gloo_lite::test {
 
@@ -43,10 +44,10 @@ class SharedMapping {
 inline void store_barrier(Context& context, const std::string& name,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   std::string prefix = "test/" + name + "/";
-  context.store()->set(prefix + std::to_string(context.rank()), {1});
+  engine_of(context).store()->set(prefix + std::to_string(context.rank()), {1});
   std::vector<std::string> keys;
   for (int rank = 0; rank < context.size(); ++rank) keys.push_back(prefix + std::to_string(rank));
-  context.store()->wait(keys, Deadline::after(timeout));
+  engine_of(context).store()->wait(keys, Deadline::after(timeout));
 }
 
 }  // namespace gloo_lite::test

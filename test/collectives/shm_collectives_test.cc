@@ -27,6 +27,7 @@
 #include "gloo_lite/algorithm_choice.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/collectives/process_sync.h"
 #include "test/collectives/reference.h"
@@ -319,7 +320,7 @@ TEST(Shm, RememberedChoiceFollowsTheCallShape) {
         std::string expected = std::string(shape.requested) == "auto"
                                    ? chosen_algorithm(context, "allreduce", shape.count, shape.type)
                                    : shape.requested;
-        EXPECT_EQ(context.flight_recorder().entries().back().call.algorithm, expected)
+        EXPECT_EQ(engine_of(context).flight_recorder().entries().back().call.algorithm, expected)
             << shape.count << " elements, " << shape.requested << ", round " << round;
         bool right = shape.type == DataType::kInt32 ? ints.back() == 3 : floats.back() == 3.0f;
         EXPECT_TRUE(right) << shape.count << " elements, " << shape.requested;
@@ -463,9 +464,9 @@ void expect_a_late_rank_fails_at_once(const std::string& algorithm) {
           EXPECT_THROW(allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
                                  ReduceOp::kSum, options),
                        TimeoutError);
-          context.store()->set("test/rank 0 failed", {1});
+          engine_of(context).store()->set("test/rank 0 failed", {1});
         } else {
-          context.store()->wait({"test/rank 0 failed"}, Deadline::after(30s));
+          engine_of(context).store()->wait({"test/rank 0 failed"}, Deadline::after(30s));
           options.timeout = 10s;
           auto start = Clock::now();
           try {
@@ -530,16 +531,17 @@ TEST(Shm, CloseFromAnotherThreadEndsTheFirstCallOnATagAtOnce) {
             done = true;
           });
           // Rank 0 has published its verdict: it waits for rank 1's in the setup now.
-          context.store()->wait({context.store_key("shm/1/verdict/0")}, Deadline::after(20s));
+          engine_of(context).store()->wait({engine_of(context).store_key("shm/1/verdict/0")},
+                                           Deadline::after(20s));
           closed_at = Clock::now();
           context.close();  // returns once the call has ended
           // Not joined before rank 1 comes: a call that ignored the close would end only then.
           for (int i = 0; i < 500 && !done; ++i) std::this_thread::sleep_for(10ms);
           EXPECT_TRUE(done) << "rank 0's allreduce still ran 5 s after the close";
-          context.store()->set("test/rank 0 closed", {1});
+          engine_of(context).store()->set("test/rank 0 closed", {1});
           call.join();
         } else {
-          context.store()->wait({"test/rank 0 closed"}, Deadline::after(30s));
+          engine_of(context).store()->wait({"test/rank 0 closed"}, Deadline::after(30s));
           auto start = Clock::now();
           try {
             allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32,
@@ -626,7 +628,7 @@ TEST(Shm, ARankThatFailsTheSetupAfterItsPeerMappedTheSegmentLeavesItTheCause) {
                          ConnectionError);
           });
           // Rank 1 has published its verdict: it mapped the segment.
-          store->wait({context->store_key("shm/1/verdict/1")}, Deadline::after(20s));
+          store->wait({engine_of(*context).store_key("shm/1/verdict/1")}, Deadline::after(20s));
           context->close();
           call.join();
         } else {
@@ -815,7 +817,7 @@ std::vector<ProcessResult> run_with_hosts(int ranks, const std::vector<std::stri
 
 TEST(Shm, TwoHostsDoNotUseShm) {
   expect_all_ok(run_with_hosts(4, {"a", "a", "b", "b"}, [](Context& context) {
-    EXPECT_FALSE(context.on_one_host());
+    EXPECT_FALSE(engine_of(context).on_one_host());
     EXPECT_NE(chosen_algorithm(context, "allreduce", 1000, DataType::kFloat32), "shm");
     EXPECT_NE(chosen_algorithm(context, "barrier", 0, DataType::kUint8), "shm");
     CollectiveOptions options;
@@ -844,7 +846,7 @@ TEST(Shm, ForcedNetworkTransportTurnsShmCollectivesOff) {
         ::setenv("GLOO_LITE_TRANSPORT", "tcp", 1);
         auto context =
             Context::create(make_file_store(directory.path()), rank, 3, loopback_device());
-        EXPECT_TRUE(context->on_one_host());
+        EXPECT_TRUE(engine_of(*context).on_one_host());
         EXPECT_NE(chosen_algorithm(*context, "allreduce", 1000, DataType::kFloat32), "shm");
         EXPECT_NE(chosen_algorithm(*context, "barrier", 0, DataType::kUint8), "shm");
         std::vector<float> data(10, 1.0f);

@@ -12,6 +12,7 @@
 #include "cuda/collectives.h"
 #include "cuda/gpudirect.h"
 #include "cuda/host_stand_in.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/transport/mixed_device.h"
 #include "rendezvous/stores.h"
 #include "test/collectives/process_sync.h"
@@ -35,9 +36,9 @@ TEST(GpuDirect, NotTakenOverTcpNorOnTheHostStandIn) {
       [&](Context& context) {
         const int rank = context.rank();
         const int next = (rank + 1) % kRanks;
-        ASSERT_EQ(context.mesh().transport_of(next), "tcp");
-        EXPECT_TRUE(context.mesh().can_register(MemoryKind::kHost));
-        EXPECT_FALSE(context.mesh().can_register(MemoryKind::kCuda));
+        ASSERT_EQ(engine_of(context).mesh().transport_of(next), "tcp");
+        EXPECT_TRUE(engine_of(context).mesh().can_register(MemoryKind::kHost));
+        EXPECT_FALSE(engine_of(context).mesh().can_register(MemoryKind::kCuda));
         auto layer = cuda::host_stand_in_layer({});
         EXPECT_FALSE(cuda::gpudirect_possible(context, *layer));
         for (const char* knob : {"1", "0"}) {
@@ -152,8 +153,8 @@ void mixed_can_register(bool far_claims, int* verdicts) {
         ContextOptions options;
         options.timeout = 20s;
         auto context = Context::create(make_file_store(directory.path()), rank, 3, device, options);
-        verdicts[rank] = context->mesh().can_register(MemoryKind::kCuda) ? 1 : 0;
-        EXPECT_TRUE(context->mesh().can_register(MemoryKind::kHost));
+        verdicts[rank] = engine_of(*context).mesh().can_register(MemoryKind::kCuda) ? 1 : 0;
+        EXPECT_TRUE(engine_of(*context).mesh().can_register(MemoryKind::kHost));
       },
       60s);
   expect_all_ok(results);

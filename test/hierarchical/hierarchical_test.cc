@@ -28,6 +28,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/collectives/reference.h"
 #include "test/support/test_support.h"
@@ -362,13 +363,14 @@ TEST(Hierarchical, MismatchInASegmentNamesContextRanks) {
     // mesh): a lane peer's message that reached rank 5 before its call began would show it to
     // rank 5 on the mesh instead. (A 200 ms sleep here was too short for a slow rank 4 or 5.)
     const bool host_c = context.rank() == 4 || context.rank() == 5;
-    if (!host_c) context.store()->get("test/host-c-found-it", Deadline::after(seconds(20)));
+    if (!host_c)
+      engine_of(context).store()->get("test/host-c-found-it", Deadline::after(seconds(20)));
     try {
       allreduce(context, data.data(), data.data(), data.size(), DataType::kFloat32, op, options);
       ADD_FAILURE() << "rank " << context.rank() << ": allreduce succeeded";
-      if (host_c) context.store()->set("test/host-c-found-it", to_bytes("no"));
+      if (host_c) engine_of(context).store()->set("test/host-c-found-it", to_bytes("no"));
     } catch (const Error& e) {
-      if (host_c) context.store()->set("test/host-c-found-it", to_bytes("yes"));
+      if (host_c) engine_of(context).store()->set("test/host-c-found-it", to_bytes("yes"));
       std::string text = e.what();
       EXPECT_NE(dynamic_cast<const MismatchError*>(&e), nullptr)
           << "rank " << context.rank() << ": " << text;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/transport/harness.h"
 #include "transport_ibverbs/ib_device.h"
@@ -142,7 +143,7 @@ TEST(MrCache, ManyRendezvousMessagesFromOneBufferRegisterOnce) {
   auto store = make_hash_store();
   run_threads(2, [&](int rank) {
     auto context = Context::create(store, rank, 2, device);
-    auto& mesh = context->mesh();
+    auto& mesh = engine_of(*context).mesh();
     std::vector<uint8_t> data = make_pattern(0, 1, 16 * 65536, 7);
     std::vector<uint8_t> in(data.size());
     auto memory = mesh.register_memory(rank == 0 ? data.data() : in.data(), data.size());
@@ -153,7 +154,7 @@ TEST(MrCache, ManyRendezvousMessagesFromOneBufferRegisterOnce) {
       else
         requests.push_back(mesh.recv(0, 5, *memory, i * 65536, 65536));
     }
-    mesh.wait(requests, context->deadline());
+    mesh.wait(requests, engine_of(*context).deadline());
     if (rank == 1) {
       EXPECT_EQ(in, data);
     }
@@ -172,7 +173,7 @@ TEST(Credits, SlowReceiverHoldsTheSenderBackAndLosesNothing) {
       [](Context& context) {
         constexpr int kMessages = 200;
         constexpr size_t kBytes = 4096;
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         std::vector<uint8_t> buffer(kMessages * kBytes);
         if (context.rank() == 0) {
           for (int i = 0; i < kMessages; ++i) {
@@ -186,13 +187,13 @@ TEST(Credits, SlowReceiverHoldsTheSenderBackAndLosesNothing) {
         if (context.rank() == 0) {
           for (int i = 0; i < kMessages; ++i)
             requests.push_back(mesh.send(1, 9, *memory, i * kBytes, kBytes));
-          mesh.wait(requests, context.deadline());
+          mesh.wait(requests, engine_of(context).deadline());
           EXPECT_GE(elapsed_ms(start), 700) << "the sender was not held back by the slow receiver";
         } else {
           sleep(1);
           for (int i = 0; i < kMessages; ++i)
             requests.push_back(mesh.recv(0, 9, *memory, i * kBytes, kBytes));
-          mesh.wait(requests, context.deadline());
+          mesh.wait(requests, engine_of(context).deadline());
           for (int i = 0; i < kMessages; ++i) {
             auto piece = make_pattern(0, 1, kBytes, static_cast<uint64_t>(i));
             ASSERT_EQ(std::memcmp(&buffer[i * kBytes], piece.data(), kBytes), 0) << "message " << i;
@@ -208,7 +209,7 @@ TEST(Faults, PeerKilledMidRdmaWriteFailsSurvivorsWithinTwoSeconds) {
   auto results = run_context_processes(3, [](Context& context) {
     constexpr size_t kBytes = 64 << 20;  // seconds of RDMA writing on Soft-RoCE
     std::vector<uint8_t> buffer(kBytes, 1);
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
     auto start = Clock::now();
     if (context.rank() == 0) {

@@ -18,6 +18,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/transport/mixed_device.h"
 #include "rendezvous/stores.h"
 #include "test/mixed/collective_checks.h"
@@ -162,7 +163,7 @@ TEST(MixedTransport, TcpMeshServesOnlyPeersWithAnAddress) {
 TEST(MixedTransport, EveryPairUsesTheTransportBothEndsChose) {
   constexpr int kRanks = 5;
   expect_all_ok(run_mixed(kRanks, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const int me = context.rank();
     // What this rank's mesh says, gathered from every rank: choice[i * P + j] is rank i's
     // transport for rank j (0 near, 1 tcp, -1 self).
@@ -207,7 +208,7 @@ TEST(MixedTransport, EveryPairUsesTheTransportBothEndsChose) {
         memories.push_back(mesh.register_memory(in[peer].data(), bytes));
         requests.push_back(mesh.recv(peer, 7, *memories.back(), 0, bytes));
       }
-      mesh.wait(requests, context.deadline());
+      mesh.wait(requests, engine_of(context).deadline());
       for (int peer = 0; peer < kRanks; ++peer) {
         if (peer == me) continue;
         EXPECT_EQ(in[peer], std::vector<uint8_t>(bytes, static_cast<uint8_t>(peer * 16 + me)))
@@ -262,14 +263,14 @@ TEST(MixedTransport, TimeoutNamesLatePeersOfEveryTransport) {
       barrier(context);
       return;
     }
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     int a = 0, b = 0;
     auto ma = mesh.register_memory(&a, sizeof(a));
     auto mb = mesh.register_memory(&b, sizeof(b));
     auto from_tcp = mesh.recv(1, 11, *ma, 0, sizeof(a));
     auto from_near = mesh.recv(2, 11, *mb, 0, sizeof(b));
     // A bounded look returns false and cancels nothing.
-    EXPECT_FALSE(mesh.wait_until({from_tcp, from_near}, context.deadline(),
+    EXPECT_FALSE(mesh.wait_until({from_tcp, from_near}, engine_of(context).deadline(),
                                  Deadline::after(std::chrono::milliseconds(50))));
     auto start = Clock::now();
     try {
@@ -291,7 +292,7 @@ TEST(MixedTransport, TimeoutNamesLatePeersOfEveryTransport) {
 // second rather than 1000.
 TEST(MixedTransport, IdleEarlyReceiveDoesNotShortenTheSlices) {
   expect_all_ok(run_mixed(3, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const int me = context.rank();
     uint64_t early = 0, token = 0;
     auto early_memory = mesh.register_memory(&early, sizeof(early));
@@ -301,23 +302,26 @@ TEST(MixedTransport, IdleEarlyReceiveDoesNotShortenTheSlices) {
       barrier(context);
       const long before = thread_sleeps();
       auto start = Clock::now();
-      mesh.wait({mesh.recv(1, 22, *token_memory, 0, sizeof(token))}, context.deadline());  // tcp
+      mesh.wait({mesh.recv(1, 22, *token_memory, 0, sizeof(token))},
+                engine_of(context).deadline());  // tcp
       const long wall = elapsed_ms(start), sleeps = thread_sleeps() - before;
       EXPECT_GT(wall, 800) << "rank 1 sends after 1 s";
       EXPECT_LT(sleeps, wall / 4) << sleeps << " wake-ups in " << wall << " ms";
       barrier(context);
-      mesh.wait({idle}, context.deadline());
+      mesh.wait({idle}, engine_of(context).deadline());
       EXPECT_EQ(early, 5u);
     } else {
       barrier(context);
       if (me == 1) {
         usleep(1000000);
-        mesh.wait({mesh.send(0, 22, *token_memory, 0, sizeof(token))}, context.deadline());
+        mesh.wait({mesh.send(0, 22, *token_memory, 0, sizeof(token))},
+                  engine_of(context).deadline());
       }
       barrier(context);
       if (me == 2) {
         early = 5;
-        mesh.wait({mesh.send(0, 21, *early_memory, 0, sizeof(early))}, context.deadline());
+        mesh.wait({mesh.send(0, 21, *early_memory, 0, sizeof(early))},
+                  engine_of(context).deadline());
       }
     }
     barrier(context);
@@ -328,20 +332,20 @@ TEST(MixedTransport, IdleEarlyReceiveDoesNotShortenTheSlices) {
 // rank 0 and must learn it promptly as a MismatchError, although no near pair saw anything.
 TEST(MixedTransport, MismatchFoundOnOneTransportReachesPeersOfTheOther) {
   expect_all_ok(run_mixed(3, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     int value = 0;
     auto memory = mesh.register_memory(&value, sizeof(value));
     const uint64_t tag = 1234;
     if (context.rank() == 1) {
       mesh.wait({mesh.send(0, tag, *memory, 0, sizeof(value), /*fingerprint=*/0x1111)},
-                context.deadline());
+                engine_of(context).deadline());
       sleep(2);  // stay alive: rank 2 must learn from rank 0, not from a closed socket
       return;
     }
     if (context.rank() == 0) {
-      EXPECT_THROW(
-          mesh.wait({mesh.recv(1, tag, *memory, 0, sizeof(value), 0x2222)}, context.deadline()),
-          MismatchError);
+      EXPECT_THROW(mesh.wait({mesh.recv(1, tag, *memory, 0, sizeof(value), 0x2222)},
+                             engine_of(context).deadline()),
+                   MismatchError);
       sleep(2);
       return;
     }
@@ -385,7 +389,7 @@ TEST(MixedTransport, ForcedTransportServesEveryPair) {
       [](Context& context) {
         for (int peer = 0; peer < 4; ++peer) {
           if (peer != context.rank()) {
-            EXPECT_EQ(context.mesh().transport_of(peer), "tcp");
+            EXPECT_EQ(engine_of(context).mesh().transport_of(peer), "tcp");
           }
         }
         std::vector<int32_t> data(1000, context.rank());
@@ -439,7 +443,7 @@ TEST(MixedTransport, EnvironmentForcesOneTransport) {
         auto context = Context::create(make_file_store(directory.path()), rank, 3, device, options);
         for (int peer = 0; peer < 3; ++peer) {
           if (peer != rank) {
-            EXPECT_EQ(context->mesh().transport_of(peer), "tcp");
+            EXPECT_EQ(engine_of(*context).mesh().transport_of(peer), "tcp");
           }
         }
         int32_t value = rank + 1;

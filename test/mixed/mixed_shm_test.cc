@@ -22,6 +22,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/mixed/collective_checks.h"
 #include "test/mixed/thread_sleeps.h"
@@ -73,7 +74,7 @@ std::vector<ProcessResult> run_two_hosts(const Body& body, const Env& env = {}) 
 
 TEST(MixedShm, EachRankHasOneShmPeerAndTwoTcpPeers) {
   expect_all_ok(run_two_hosts([](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const int me = context.rank();
     EXPECT_TRUE(contains(host_identity(), me < 2 ? "host-a" : "host-b")) << host_identity();
     // Every rank's pid, to check what describe_peer says of the shm peer.
@@ -163,7 +164,7 @@ TEST(MixedShm, ReceiveFromAnySpanningTransportsIsRefused) {
 // on TCP, for rank 2. Unless rank 0's wait reads its shm inbox, none of them ever moves.
 // `poll`: rank 0 tests its request in a loop instead of waiting.
 void shm_peer_that_fills_the_ring(Context& context, bool poll) {
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   const int me = context.rank();
   constexpr int kMessages = 40;
   constexpr size_t kBytes = 32 << 10;  // eager; 40 of them fill the 256 KiB ring 5 times
@@ -229,7 +230,7 @@ TEST(MixedShm, PollingATcpRequestDrainsAShmPeersFullRing) {
 TEST(MixedShm, PipelinedMessageIntoAnEarlyReceiveFlowsWhileWaitingOnTcp) {
   expect_all_ok(run_two_hosts(
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         const int me = context.rank();
         constexpr size_t kBytes = size_t{32} << 20;
         const auto deadline = Deadline::after(seconds(15));
@@ -270,7 +271,7 @@ TEST(MixedShm, PipelinedMessageIntoAnEarlyReceiveFlowsWhileWaitingOnTcp) {
 // slices (about 50 wake-ups a second), not 1 ms ones.
 TEST(MixedShm, IdleEarlyShmReceiveDoesNotShortenTheSlices) {
   expect_all_ok(run_two_hosts([](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const int me = context.rank();
     const auto deadline = Deadline::after(seconds(15));
     uint64_t early = 0, token = 0;
@@ -313,7 +314,7 @@ enum class Failure { kKilled, kAborted, kMismatch };
 
 void shm_peer_fails_while_rank_0_waits_on_tcp(Failure how) {
   auto results = run_two_hosts([how](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const int me = context.rank();
     uint64_t value = 0;
     auto memory = mesh.register_memory(&value, sizeof(value));
@@ -327,15 +328,16 @@ void shm_peer_fails_while_rank_0_waits_on_tcp(Failure how) {
         return;
       }
       // The message rank 0 sent as call 0x1111 reaches a receive of call 0x2222.
-      EXPECT_THROW(
-          mesh.wait({mesh.recv(0, 400, *memory, 0, sizeof(value), 0x2222)}, context.deadline()),
-          MismatchError);
+      EXPECT_THROW(mesh.wait({mesh.recv(0, 400, *memory, 0, sizeof(value), 0x2222)},
+                             engine_of(context).deadline()),
+                   MismatchError);
       usleep(3000000);
       return;
     }
     if (me == 0) {
       if (how == Failure::kMismatch) {
-        mesh.wait({mesh.send(1, 400, *memory, 0, sizeof(value), 0x1111)}, context.deadline());
+        mesh.wait({mesh.send(1, 400, *memory, 0, sizeof(value), 0x1111)},
+                  engine_of(context).deadline());
       }
       try {
         mesh.wait({mesh.recv(2, 300, *memory, 0, sizeof(value))}, Deadline::after(seconds(10)));

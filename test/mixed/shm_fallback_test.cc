@@ -31,6 +31,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/support/test_support.h"
 #include "transport_shm/segment.h"
@@ -179,7 +180,7 @@ TEST(ShmFallback, SegmentThatCannotBeSizedSendsThatRanksPairsOverTcp) {
         for (int peer = 0; peer < kRanks; ++peer) {
           if (peer == rank) continue;
           const bool tcp = rank == 1 || peer == 1;
-          EXPECT_EQ(context.mesh().transport_of(peer), tcp ? "tcp" : "shm")
+          EXPECT_EQ(engine_of(context).mesh().transport_of(peer), tcp ? "tcp" : "shm")
               << "rank " << rank << " for rank " << peer;
         }
         expect_allreduce_right(context, "ring");
@@ -214,7 +215,7 @@ TEST(ShmFallback, InboxThatCannotBeReservedSendsThatPairOverTcp) {
         for (int peer = 0; peer < kRanks; ++peer) {
           if (peer == rank) continue;
           const bool tcp = (rank == 1 && peer == 2) || (rank == 2 && peer == 1);
-          EXPECT_EQ(context.mesh().transport_of(peer), tcp ? "tcp" : "shm")
+          EXPECT_EQ(engine_of(context).mesh().transport_of(peer), tcp ? "tcp" : "shm")
               << "rank " << rank << " for rank " << peer;
         }
         expect_allreduce_right(context, "ring");

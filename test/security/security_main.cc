@@ -24,6 +24,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/store.h"
 #include "rendezvous/stores.h"
 #include "test/security/security_support.h"
@@ -70,8 +71,8 @@ int connect_time(int contexts) {
   for (int i = 0; i < contexts; ++i) {
     gloo_lite::barrier(*first);  // every rank starts the next context together
     start = std::chrono::steady_clock::now();
-    auto context =
-        gloo_lite::Context::create(first->store(), first->rank(), first->size(), first->device());
+    auto context = gloo_lite::Context::create(engine_of(*first).store(), first->rank(),
+                                              first->size(), engine_of(*first).device());
     times.push_back(ms_since(start));
   }
   std::sort(times.begin(), times.end());

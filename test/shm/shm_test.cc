@@ -23,6 +23,7 @@
 
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/collectives.h"
+#include "gloo_lite/context_engine.h"
 #include "rendezvous/stores.h"
 #include "test/support/test_support.h"
 #include "test/transport/harness.h"
@@ -290,7 +291,7 @@ TEST_P(Paths, EverySizeArrivesIntactBothWays) {
   expect_all_ok(run_shm(
       2,
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         int peer = 1 - context.rank();
         uint64_t salt = 0;
         for (size_t bytes :
@@ -303,7 +304,7 @@ TEST_P(Paths, EverySizeArrivesIntactBothWays) {
           auto in_memory = mesh.register_memory(in.data(), in.size());
           mesh.wait({mesh.send(peer, salt, *out_memory, 0, bytes),
                      mesh.recv(peer, salt, *in_memory, 0, bytes)},
-                    context.deadline());
+                    engine_of(context).deadline());
           std::vector<uint8_t> got(in.begin(), in.begin() + bytes);
           EXPECT_EQ(first_mismatch(got, peer, context.rank(), salt), -1) << bytes << " bytes";
           for (size_t i = bytes; i < in.size(); ++i) {
@@ -321,7 +322,7 @@ TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
   expect_all_ok(run_shm(
       2,
       [cma](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         constexpr size_t kBytes = 1 << 20;
         if (context.rank() == 0) {
           int pid = getpid();
@@ -330,7 +331,7 @@ TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
           auto memory = mesh.register_memory(data.data(), kBytes);
           auto request = mesh.send(1, 2, *memory, 0, kBytes);
           raise(SIGSTOP);  // rank 1 continues us
-          mesh.wait({request}, context.deadline());
+          mesh.wait({request}, engine_of(context).deadline());
           return;
         }
         int pid = 0;
@@ -339,11 +340,11 @@ TEST_P(Paths, StoppedSenderDeliversOnlyWithCma) {
         std::vector<uint8_t> in(kBytes);
         auto memory = mesh.register_memory(in.data(), kBytes);
         auto request = mesh.recv(0, 2, *memory, 0, kBytes);
-        bool done = mesh.wait_until({request}, context.deadline(),
+        bool done = mesh.wait_until({request}, engine_of(context).deadline(),
                                     Deadline::after(std::chrono::milliseconds(700)));
         EXPECT_EQ(done, cma);
         kill(pid, SIGCONT);
-        if (!done) mesh.wait({request}, context.deadline());
+        if (!done) mesh.wait({request}, engine_of(context).deadline());
         EXPECT_EQ(first_mismatch(in, 0, 1, 9), -1);
       },
       env()));
@@ -355,7 +356,7 @@ TEST_P(Paths, LargePingPongIsNotPacedBySleepSlices) {
   expect_all_ok(run_shm(
       2,
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         constexpr size_t kBytes = 1 << 20;
         constexpr int kRounds = 20;
         int peer = 1 - context.rank();
@@ -364,15 +365,15 @@ TEST_P(Paths, LargePingPongIsNotPacedBySleepSlices) {
         auto out_memory = mesh.register_memory(data.data(), kBytes);
         auto in_memory = mesh.register_memory(in.data(), kBytes);
         mesh.wait({mesh.send(peer, 1, *out_memory, 0, 8), mesh.recv(peer, 1, *in_memory, 0, 8)},
-                  context.deadline());
+                  engine_of(context).deadline());
         auto start = Clock::now();
         for (int round = 0; round < kRounds; ++round) {
           if (context.rank() == 0) {
-            mesh.wait({mesh.send(1, 2, *out_memory, 0, kBytes)}, context.deadline());
-            mesh.wait({mesh.recv(1, 3, *in_memory, 0, kBytes)}, context.deadline());
+            mesh.wait({mesh.send(1, 2, *out_memory, 0, kBytes)}, engine_of(context).deadline());
+            mesh.wait({mesh.recv(1, 3, *in_memory, 0, kBytes)}, engine_of(context).deadline());
           } else {
-            mesh.wait({mesh.recv(0, 2, *in_memory, 0, kBytes)}, context.deadline());
-            mesh.wait({mesh.send(0, 3, *out_memory, 0, kBytes)}, context.deadline());
+            mesh.wait({mesh.recv(0, 2, *in_memory, 0, kBytes)}, engine_of(context).deadline());
+            mesh.wait({mesh.send(0, 3, *out_memory, 0, kBytes)}, engine_of(context).deadline());
           }
         }
         EXPECT_EQ(first_mismatch(in, 0, 1, 3), -1);
@@ -471,7 +472,7 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
   expect_all_ok(
       run_shm(2,
               [](Context& context) {
-                auto& mesh = context.mesh();
+                auto& mesh = engine_of(context).mesh();
                 constexpr size_t kLarge = 16 << 20;
                 constexpr int kBehind = 300;
                 constexpr size_t kSmall = 1000;
@@ -480,7 +481,7 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                 if (context.rank() == 0) {
                   auto stream = mesh.send(1, 1, *large_memory, 0, kLarge);
                   // Reads the clear-to-send and pushes chunks until rank 1's ring is full.
-                  mesh.wait_until({stream}, context.deadline(),
+                  mesh.wait_until({stream}, engine_of(context).deadline(),
                                   Deadline::after(std::chrono::milliseconds(400)));
                   std::vector<std::vector<uint8_t>> small;
                   std::vector<std::unique_ptr<transport::Memory>> memory;
@@ -493,8 +494,8 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                   EXPECT_THROW(mesh.wait({stream}, Deadline::after(std::chrono::milliseconds(200))),
                                TimeoutError);
                   // Through the store, which does not touch the mesh: rank 1 may read on now.
-                  context.store()->set("test/cancelled", to_bytes("1"));
-                  mesh.wait(sends, context.deadline());
+                  engine_of(context).store()->set("test/cancelled", to_bytes("1"));
+                  mesh.wait(sends, engine_of(context).deadline());
                   return;
                 }
                 usleep(100000);  // the ready-to-send is in our ring
@@ -504,9 +505,9 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                 // Clears it, then stops reading: the sender's ring fills.
                 EXPECT_FALSE(receive->test());
                 // Until rank 0 has cancelled (a sleep here raced a slow rank 0).
-                context.store()->get("test/cancelled", context.deadline());
+                engine_of(context).store()->get("test/cancelled", engine_of(context).deadline());
                 try {
-                  mesh.wait({receive}, context.deadline());
+                  mesh.wait({receive}, engine_of(context).deadline());
                   ADD_FAILURE() << "a receive whose sender cancelled mid-stream completed";
                 } catch (const ConnectionError& e) {
                   EXPECT_EQ(contains_msg(e.what(), "cancelled"), "");
@@ -514,7 +515,8 @@ TEST(ShmCancel, SendCancelledMidStreamKeepsTheMessagesQueuedBehindIt) {
                 std::vector<uint8_t> small(kSmall);
                 auto small_memory = mesh.register_memory(small.data(), kSmall);
                 for (int i = 0; i < kBehind; ++i) {
-                  mesh.wait({mesh.recv(0, 100 + i, *small_memory, 0, kSmall)}, context.deadline());
+                  mesh.wait({mesh.recv(0, 100 + i, *small_memory, 0, kSmall)},
+                            engine_of(context).deadline());
                   ASSERT_EQ(first_mismatch(small, 0, 1, 100 + i), -1) << "message " << i;
                 }
               },
@@ -529,7 +531,7 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
   expect_all_ok(run_shm(
       2,
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         constexpr size_t kLarge = 1 << 20;
         constexpr size_t kSmall = 1000;
         std::vector<uint8_t> small = make_pattern(0, 1, kSmall, 7);
@@ -545,19 +547,19 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
                        TimeoutError);
           auto rewritten = make_pattern(0, 1, kLarge, 2);  // the caller owns its buffer again
           std::copy(rewritten.begin(), rewritten.end(), large.begin());
-          context.store()->set("test/rewritten", to_bytes("1"));  // not through the mesh
-          mesh.wait({first, second}, context.deadline());
+          engine_of(context).store()->set("test/rewritten", to_bytes("1"));  // not through the mesh
+          mesh.wait({first, second}, engine_of(context).deadline());
           int done = 0;
           context.recv(1, &done, sizeof(done), 9);
           return;
         }
         // Until rank 0 has cancelled and rewritten its buffer (a sleep here raced a slow rank 0).
-        context.store()->get("test/rewritten", context.deadline());
+        engine_of(context).store()->get("test/rewritten", engine_of(context).deadline());
         std::vector<uint8_t> in(kLarge);
         auto in_memory = mesh.register_memory(in.data(), kLarge);
         auto receive = mesh.recv(0, 1, *in_memory, 0, kLarge);
         try {
-          mesh.wait({receive}, context.deadline());
+          mesh.wait({receive}, engine_of(context).deadline());
           ADD_FAILURE() << "the copy of a cancelled send completed (data of salt "
                         << (first_mismatch(in, 0, 1, 2) == -1 ? "2: rewritten" : "?") << ")";
         } catch (const ConnectionError& e) {
@@ -566,7 +568,7 @@ TEST(ShmCancel, CancelBehindHeldBackMessagesStillFailsTheCopy) {
         std::vector<uint8_t> got(kSmall);
         auto got_memory = mesh.register_memory(got.data(), kSmall);
         for (uint64_t tag : {2, 3}) {
-          mesh.wait({mesh.recv(0, tag, *got_memory, 0, kSmall)}, context.deadline());
+          mesh.wait({mesh.recv(0, tag, *got_memory, 0, kSmall)}, engine_of(context).deadline());
           EXPECT_EQ(first_mismatch(got, 0, 1, 7), -1) << "tag " << tag;
         }
         int done = 1;
@@ -611,7 +613,7 @@ TEST(ShmCancel, CancelWithTheRingFullIsPromptAndSeen) {
 // order of tags, each matched to its own content.
 TEST(ShmFlood, ManyUnexpectedMessagesInReverseOrder) {
   expect_all_ok(run_shm(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     constexpr int kMessages = 3000;
     constexpr size_t kBytes = 1000;
     if (context.rank() == 0) {
@@ -623,14 +625,15 @@ TEST(ShmFlood, ManyUnexpectedMessagesInReverseOrder) {
         memory.push_back(mesh.register_memory(out.back().data(), kBytes));
         sends.push_back(mesh.send(1, static_cast<uint64_t>(i), *memory.back(), 0, kBytes));
       }
-      mesh.wait(sends, context.deadline());
+      mesh.wait(sends, engine_of(context).deadline());
       return;
     }
     usleep(300000);  // everything arrives unexpected
     std::vector<uint8_t> in(kBytes);
     auto memory = mesh.register_memory(in.data(), kBytes);
     for (int i = kMessages - 1; i >= 0; --i) {
-      mesh.wait({mesh.recv(0, static_cast<uint64_t>(i), *memory, 0, kBytes)}, context.deadline());
+      mesh.wait({mesh.recv(0, static_cast<uint64_t>(i), *memory, 0, kBytes)},
+                engine_of(context).deadline());
       ASSERT_EQ(first_mismatch(in, 0, 1, static_cast<uint64_t>(i)), -1) << "message " << i;
     }
   }));
@@ -644,14 +647,14 @@ TEST_P(Paths, PeerThatDiesMidMessageFailsTheReceiveNamingIt) {
   auto results = run_shm(
       2,
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         constexpr size_t kBytes = 64 << 20;
         std::vector<uint8_t> buffer(kBytes, 1);
         auto memory = mesh.register_memory(buffer.data(), kBytes);
         if (context.rank() == 0) {
           auto request = mesh.send(1, 3, *memory, 0, kBytes);
           // Push a few chunks (fallback), then die with the message half sent.
-          mesh.wait_until({request}, context.deadline(),
+          mesh.wait_until({request}, engine_of(context).deadline(),
                           Deadline::after(std::chrono::milliseconds(20)));
           raise(SIGKILL);
         }
@@ -698,7 +701,7 @@ TEST(ShmFaults, KilledRankFailsSurvivorsInACollective) {
 // (rank 0 reads nothing until then), and after the messages that were already in the ring.
 TEST(ShmFaults, AbortReachesAPeerWhoseRingIsFull) {
   expect_all_ok(run_shm(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     constexpr int kMessages = 64;
     constexpr size_t kBytes = 60000;  // 3.6 MB of eager messages: many rings full
     std::vector<uint8_t> data = make_pattern(1, 0, kBytes, 5);
@@ -762,36 +765,36 @@ TEST(ShmFaults, FailedMeshTellsEveryPeer) {
 // Rank 0 leaves three eager messages in rank 1's ring, of which rank 1 may queue only one (its
 // unexpected bound), then closes (or is killed). Everything that arrived stays deliverable.
 void messages_left_in_the_ring_stay_deliverable(bool killed) {
-  auto results =
-      run_shm(2,
-              [killed](Context& context) {
-                auto& mesh = context.mesh();
-                constexpr size_t kBytes = 1000;
-                std::vector<uint8_t> buffer(kBytes);
-                auto memory = mesh.register_memory(buffer.data(), kBytes);
-                if (context.rank() == 0) {
-                  for (uint64_t tag = 1; tag <= 3; ++tag) {
-                    auto data = make_pattern(0, 1, kBytes, tag);
-                    std::copy(data.begin(), data.end(), buffer.begin());
-                    mesh.wait({mesh.send(1, tag, *memory, 0, kBytes)}, context.deadline());
-                  }
-                  if (killed) raise(SIGKILL);
-                  return;
-                }
-                usleep(500000);  // rank 0 has closed or gone
-                for (uint64_t tag = 1; tag <= 3; ++tag) {
-                  mesh.wait({mesh.recv(0, tag, *memory, 0, kBytes)}, context.deadline());
-                  EXPECT_EQ(first_mismatch(buffer, 0, 1, tag), -1) << "message " << tag;
-                }
-                try {
-                  mesh.wait({mesh.recv(0, 4, *memory, 0, kBytes)},
-                            Deadline::after(std::chrono::seconds(5)));
-                  ADD_FAILURE() << "a receive from a closed rank completed";
-                } catch (const ConnectionError& e) {
-                  EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
-                }
-              },
-              {{"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}});
+  auto results = run_shm(
+      2,
+      [killed](Context& context) {
+        auto& mesh = engine_of(context).mesh();
+        constexpr size_t kBytes = 1000;
+        std::vector<uint8_t> buffer(kBytes);
+        auto memory = mesh.register_memory(buffer.data(), kBytes);
+        if (context.rank() == 0) {
+          for (uint64_t tag = 1; tag <= 3; ++tag) {
+            auto data = make_pattern(0, 1, kBytes, tag);
+            std::copy(data.begin(), data.end(), buffer.begin());
+            mesh.wait({mesh.send(1, tag, *memory, 0, kBytes)}, engine_of(context).deadline());
+          }
+          if (killed) raise(SIGKILL);
+          return;
+        }
+        usleep(500000);  // rank 0 has closed or gone
+        for (uint64_t tag = 1; tag <= 3; ++tag) {
+          mesh.wait({mesh.recv(0, tag, *memory, 0, kBytes)}, engine_of(context).deadline());
+          EXPECT_EQ(first_mismatch(buffer, 0, 1, tag), -1) << "message " << tag;
+        }
+        try {
+          mesh.wait({mesh.recv(0, 4, *memory, 0, kBytes)},
+                    Deadline::after(std::chrono::seconds(5)));
+          ADD_FAILURE() << "a receive from a closed rank completed";
+        } catch (const ConnectionError& e) {
+          EXPECT_EQ(contains_msg(e.what(), "rank 0"), "");
+        }
+      },
+      {{"GLOO_LITE_SHM_UNEXPECTED_BYTES", "1"}});
   EXPECT_EQ(results[0].signaled, killed) << results[0].describe();
   EXPECT_TRUE(results[1].ok()) << results[1].describe();
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/context_engine.h"
 #include "test/transport/harness.h"
 
 namespace gloo_lite::test {
@@ -32,22 +33,23 @@ long elapsed_ms(Clock::time_point start) {
 }
 
 void token(Context& context, int peer, bool send, uint64_t tag) {
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   uint32_t value = 1;
   auto memory = mesh.register_memory(&value, sizeof(value));
   auto request = send ? mesh.send(peer, tag, *memory, 0, sizeof(value))
                       : mesh.recv(peer, tag, *memory, 0, sizeof(value));
-  mesh.wait({request}, context.deadline());
+  mesh.wait({request}, engine_of(context).deadline());
 }
 
 // Waits on a receive nobody satisfies: returns what ended it, and how fast.
 std::string wait_for_failure(Context& context, int peer, long* ms) {
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   uint32_t value = 0;
   auto memory = mesh.register_memory(&value, sizeof(value));
   auto start = Clock::now();
   try {
-    mesh.wait({mesh.recv(peer, kSilentTag, *memory, 0, sizeof(value))}, context.deadline());
+    mesh.wait({mesh.recv(peer, kSilentTag, *memory, 0, sizeof(value))},
+              engine_of(context).deadline());
   } catch (const MismatchError& e) {
     *ms = elapsed_ms(start);
     return e.what();
@@ -72,7 +74,7 @@ TEST_P(CallMismatch, FailsTheReceiveAndAbortsTheMeshWithThatCause) {
   expect_all_ok(run_context_processes(
       3,
       [c](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         if (context.rank() == 0) {
           std::vector<uint8_t> data(c.bytes, 1);
           auto memory = mesh.register_memory(data.data(), data.size());
@@ -81,7 +83,7 @@ TEST_P(CallMismatch, FailsTheReceiveAndAbortsTheMeshWithThatCause) {
           try {
             auto send = mesh.send(1, kTag, *memory, 0, c.bytes, kSenderCall);
             if (!c.posted_first) token(context, 1, /*send=*/true, kOrderTag);
-            mesh.wait({send}, context.deadline());
+            mesh.wait({send}, engine_of(context).deadline());
             // An eager send completes once written; the abort ends the next wait.
             long ms = 0;
             std::string error = wait_for_failure(context, 1, &ms);
@@ -100,7 +102,7 @@ TEST_P(CallMismatch, FailsTheReceiveAndAbortsTheMeshWithThatCause) {
           if (c.posted_first) token(context, 0, /*send=*/true, kOrderTag);
           auto start = Clock::now();
           try {
-            mesh.wait({request}, context.deadline());
+            mesh.wait({request}, engine_of(context).deadline());
             ADD_FAILURE() << "a message of another call completed the receive";
           } catch (const MismatchError& e) {
             std::string text = e.what();
@@ -134,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(EagerAndRendezvous, CallMismatch,
 // 0 on either side is unchecked: the data arrives intact.
 TEST(CallMismatch, UncheckedMatchesAnyCall) {
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const uint64_t fingerprints[][2] = {
         {kSenderCall, 0}, {0, kReceiverCall}, {kSenderCall, kSenderCall}};
     // A tag is one call (transport.h): each case has its own, in increasing order as a stream's
@@ -147,11 +149,13 @@ TEST(CallMismatch, UncheckedMatchesAnyCall) {
         if (context.rank() == 0) {
           std::vector<uint8_t> data = make_pattern(0, 1, bytes, salt);
           auto memory = mesh.register_memory(data.data(), data.size());
-          mesh.wait({mesh.send(1, tag, *memory, 0, bytes, fingerprints[i][0])}, context.deadline());
+          mesh.wait({mesh.send(1, tag, *memory, 0, bytes, fingerprints[i][0])},
+                    engine_of(context).deadline());
         } else {
           std::vector<uint8_t> data(bytes, 0);
           auto memory = mesh.register_memory(data.data(), data.size());
-          mesh.wait({mesh.recv(0, tag, *memory, 0, bytes, fingerprints[i][1])}, context.deadline());
+          mesh.wait({mesh.recv(0, tag, *memory, 0, bytes, fingerprints[i][1])},
+                    engine_of(context).deadline());
           EXPECT_EQ(first_mismatch(data, 0, 1, salt), -1) << bytes << " bytes, case " << i;
         }
       }

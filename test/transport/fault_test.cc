@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/context_engine.h"
 #include "test/transport/harness.h"
 
 namespace gloo_lite::test {
@@ -25,12 +26,12 @@ long elapsed_ms(Clock::time_point start) {
 void sync_pair(Context& context, uint64_t tag) {
   int peer = 1 - context.rank();
   int token = 0;
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   auto out = mesh.register_memory(&token, sizeof(token));
   int in_token = 0;
   auto in = mesh.register_memory(&in_token, sizeof(in_token));
   mesh.wait({mesh.send(peer, tag, *out, 0, 4), mesh.recv(peer, tag, *in, 0, 4)},
-            context.deadline());
+            engine_of(context).deadline());
 }
 
 class SizeMismatch : public ::testing::TestWithParam<size_t> {};
@@ -38,12 +39,12 @@ class SizeMismatch : public ::testing::TestWithParam<size_t> {};
 TEST_P(SizeMismatch, FailsBothEndsAndNeverOverwrites) {
   size_t sent = GetParam();
   expect_all_ok(run_context_processes(2, [sent](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     if (context.rank() == 0) {
       std::vector<uint8_t> data(sent, 1);
       auto memory = mesh.register_memory(data.data(), data.size());
       try {
-        mesh.wait({mesh.send(1, 3, *memory, 0, sent)}, context.deadline());
+        mesh.wait({mesh.send(1, 3, *memory, 0, sent)}, engine_of(context).deadline());
         // An eager send may complete before the receiver's notice; the next operation on the
         // pair then reports the mismatch.
         sync_pair(context, 4);
@@ -57,7 +58,7 @@ TEST_P(SizeMismatch, FailsBothEndsAndNeverOverwrites) {
       std::vector<uint8_t> buffer(sent, 0xCC);  // room for the whole message: nothing past
       auto memory = mesh.register_memory(buffer.data(), buffer.size());  // `posted` may change
       try {
-        mesh.wait({mesh.recv(0, 3, *memory, 0, posted)}, context.deadline());
+        mesh.wait({mesh.recv(0, 3, *memory, 0, posted)}, engine_of(context).deadline());
         ADD_FAILURE() << "a short receive succeeded";
       } catch (const MismatchError& e) {
         EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
@@ -127,7 +128,7 @@ TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
   }
   constexpr size_t kBytes = 1 << 20;  // a rendezvous on every transport
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     if (context.rank() == 0) {
       int pid = getpid();
       context.send(1, &pid, sizeof(pid), 1);
@@ -135,7 +136,7 @@ TEST(Faults, ReceiveCancelledMidRendezvousKeepsThePair) {
       auto memory = mesh.register_memory(data.data(), data.size());
       auto request = mesh.send(1, 2, *memory, 0, kBytes);
       raise(SIGSTOP);  // rank 1 continues us after its receive has timed out
-      mesh.wait({request}, context.deadline());
+      mesh.wait({request}, engine_of(context).deadline());
       int token = 7;
       context.send(1, &token, sizeof(token), 3);
       return;
@@ -179,7 +180,7 @@ bool shm_cma_enabled() {
 TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
   constexpr size_t kBytes = 1 << 20;  // a rendezvous on every transport
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     if (context.rank() == 0) {
       std::vector<uint8_t> data(kBytes, 0x5A);
       auto memory = mesh.register_memory(data.data(), data.size());
@@ -212,7 +213,7 @@ TEST(Faults, SendCancelledByAFailingCallLeavesThePeerTheAbortsCause) {
     const bool copies_itself = transport == "ibverbs" || (transport == "shm" && shm_cma_enabled());
     bool completed = false;
     try {
-      mesh.wait({request}, context.deadline());
+      mesh.wait({request}, engine_of(context).deadline());
       completed = true;
       EXPECT_TRUE(copies_itself) << "a receive of a cancelled send completed over " << transport;
       context.recv(0, &token, sizeof(token), 4);
@@ -278,7 +279,7 @@ TEST(Faults, ClosedContextFailsPendingPeerOperations) {
 
 TEST(Faults, InvalidArgumentsAreRejected) {
   run_context_threads(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     std::vector<uint8_t> buffer(10);
     auto memory = mesh.register_memory(buffer.data(), buffer.size());
     EXPECT_THROW(mesh.send(5, 0, *memory, 0, 10), InvalidArgument);

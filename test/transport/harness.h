@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "test/support/test_support.h"
 
 namespace gloo_lite::test {

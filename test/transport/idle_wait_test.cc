@@ -40,11 +40,13 @@ constexpr auto kBlocked = milliseconds(2000);
 // receive, after warm-up exchanges that leave the spin budget at its bound. Each waiter's
 // process (all its threads) must use less than 20% of a core meanwhile.
 void blocked_receivers(Context& context) {
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   const int last = context.size() - 1;
   uint64_t value = 0;
   auto memory = mesh.register_memory(&value, sizeof(value));
-  auto one = [&](transport::RequestPtr request) { mesh.wait({request}, context.deadline()); };
+  auto one = [&](transport::RequestPtr request) {
+    mesh.wait({request}, engine_of(context).deadline());
+  };
   for (uint64_t round = 0; round < 50; ++round) {
     if (context.rank() == last) {
       for (int peer = 0; peer < last; ++peer) one(mesh.send(peer, round, *memory, 0, 8));
@@ -94,14 +96,14 @@ TEST(IdleWait, ExplicitSpinBoundStillSleeps) {
 // spin on it while this rank keeps its context.
 TEST(IdleWait, ContextOutlivingAClosedPeerSleeps) {
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     uint64_t value = 7;
     auto memory = mesh.register_memory(&value, sizeof(value));
     if (context.rank() == 1) {
-      mesh.wait({mesh.send(0, 1, *memory, 0, 8)}, context.deadline());
+      mesh.wait({mesh.send(0, 1, *memory, 0, 8)}, engine_of(context).deadline());
       return;  // closes the context: a goodbye, then the socket closes
     }
-    mesh.wait({mesh.recv(1, 1, *memory, 0, 8)}, context.deadline());
+    mesh.wait({mesh.recv(1, 1, *memory, 0, 8)}, engine_of(context).deadline());
     std::this_thread::sleep_for(milliseconds(300));  // the goodbye and the close arrive
     const double cpu_before = process_cpu_seconds();
     std::this_thread::sleep_for(milliseconds(1000));

@@ -31,7 +31,7 @@ TEST(Ordering, SenderThatDoesNotWaitStillDelivers) {
                     "tests (there is no progress thread, docs/transport-shm.md)";
   }
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     const size_t bytes = 4 << 20;
     std::vector<uint8_t> data = make_pattern(0, 1, bytes, 7);
     std::vector<uint8_t> in(bytes);
@@ -42,11 +42,11 @@ TEST(Ordering, SenderThatDoesNotWaitStillDelivers) {
     int peer = 1 - context.rank();
     for (int round = 0; round < 3; ++round) {
       mesh.wait({mesh.send(peer, 1, *token_memory, 0, 8), mesh.recv(peer, 1, *token_memory, 0, 8)},
-                context.deadline());
+                engine_of(context).deadline());
       if (context.rank() == 0) {
         auto pending = mesh.send(1, 2, *data_memory, 0, bytes);
         usleep(1500000);  // longer than the receiver's bound below, with room for a slow machine
-        mesh.wait({pending}, context.deadline());
+        mesh.wait({pending}, engine_of(context).deadline());
       } else {
         std::fill(in.begin(), in.end(), 0);
         auto start = std::chrono::steady_clock::now();
@@ -61,7 +61,7 @@ TEST(Ordering, SenderThatDoesNotWaitStillDelivers) {
 
 TEST(Ordering, ReceiveBeforeAndAfterSend) {
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     for (size_t bytes : {kSmall, kLarge}) {
       std::vector<uint8_t> data = make_pattern(0, 1, bytes, bytes);
       std::vector<uint8_t> in(bytes);
@@ -70,16 +70,16 @@ TEST(Ordering, ReceiveBeforeAndAfterSend) {
       // Tag 1: the receive is posted long before the send; tag 2: long after.
       if (context.rank() == 1) {
         auto early = mesh.recv(0, 1, *in_memory, 0, bytes);
-        mesh.wait({early}, context.deadline());
+        mesh.wait({early}, engine_of(context).deadline());
         EXPECT_EQ(in, data);
         std::fill(in.begin(), in.end(), 0);
         usleep(100000);
-        mesh.wait({mesh.recv(0, 2, *in_memory, 0, bytes)}, context.deadline());
+        mesh.wait({mesh.recv(0, 2, *in_memory, 0, bytes)}, engine_of(context).deadline());
         EXPECT_EQ(in, data);
       } else {
         usleep(100000);
-        mesh.wait({mesh.send(1, 1, *out_memory, 0, bytes)}, context.deadline());
-        mesh.wait({mesh.send(1, 2, *out_memory, 0, bytes)}, context.deadline());
+        mesh.wait({mesh.send(1, 1, *out_memory, 0, bytes)}, engine_of(context).deadline());
+        mesh.wait({mesh.send(1, 2, *out_memory, 0, bytes)}, engine_of(context).deadline());
       }
     }
   }));
@@ -91,7 +91,7 @@ TEST(Ordering, ManyTagsReceivedInReverseOrder) {
   // other (a naive stream design deadlocks here).
   constexpr int kTags = 24;
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     std::vector<std::vector<uint8_t>> buffers(2 * kTags);
     std::vector<std::unique_ptr<transport::Memory>> memories;
     std::vector<transport::RequestPtr> requests;
@@ -106,7 +106,7 @@ TEST(Ordering, ManyTagsReceivedInReverseOrder) {
       requests.push_back(context.rank() == 0 ? mesh.send(1, tag, *memories.back(), 0, bytes)
                                              : mesh.recv(0, tag, *memories.back(), 0, bytes));
     }
-    mesh.wait(requests, context.deadline());
+    mesh.wait(requests, engine_of(context).deadline());
     if (context.rank() == 1) {
       for (int i = 0; i < 2 * kTags; ++i) {
         EXPECT_EQ(first_mismatch(buffers[i], 0, 1, i), -1) << "message " << i;
@@ -118,7 +118,7 @@ TEST(Ordering, ManyTagsReceivedInReverseOrder) {
 TEST(Ordering, HeadToHeadLargeSends) {
   // Both ranks send 8 MiB to each other before either posts its receive.
   expect_all_ok(run_context_processes(2, [](Context& context) {
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     int peer = 1 - context.rank();
     std::vector<uint8_t> out = make_pattern(context.rank(), peer, 8 << 20, 5);
     std::vector<uint8_t> in(8 << 20);
@@ -127,7 +127,7 @@ TEST(Ordering, HeadToHeadLargeSends) {
     auto send = mesh.send(peer, 0, *out_memory, 0, out.size());
     usleep(50000);
     auto recv = mesh.recv(peer, 0, *in_memory, 0, in.size());
-    mesh.wait({send, recv}, context.deadline());
+    mesh.wait({send, recv}, engine_of(context).deadline());
     EXPECT_EQ(first_mismatch(in, peer, context.rank(), 5), -1);
   }));
 }
@@ -140,7 +140,7 @@ TEST(Ordering, EagerFloodBeyondTheUnexpectedBound) {
   expect_all_ok(run_context_processes(
       2,
       [](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         constexpr int kCount = 64;
         constexpr size_t kBytes = 65536;
         std::vector<std::vector<uint8_t>> buffers(kCount);
@@ -154,7 +154,7 @@ TEST(Ordering, EagerFloodBeyondTheUnexpectedBound) {
           requests.push_back(context.rank() == 0 ? mesh.send(1, 9, *memories.back(), 0, kBytes)
                                                  : mesh.recv(0, 9, *memories.back(), 0, kBytes));
         }
-        mesh.wait(requests, context.deadline());
+        mesh.wait(requests, engine_of(context).deadline());
         for (int i = 0; context.rank() == 1 && i < kCount; ++i) {
           EXPECT_EQ(first_mismatch(buffers[i], 0, 1, i), -1) << "message " << i;
         }

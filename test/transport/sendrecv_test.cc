@@ -18,7 +18,7 @@ void ring_exchange(Context& context, const std::vector<size_t>& sizes) {
   int size = context.size();
   int right = (rank + 1) % size;
   int left = (rank + size - 1) % size;
-  auto& mesh = context.mesh();
+  auto& mesh = engine_of(context).mesh();
   for (size_t s = 0; s < sizes.size(); ++s) {
     std::vector<uint8_t> out = make_pattern(rank, right, sizes[s], s);
     std::vector<uint8_t> in(sizes[s], 0xEE);
@@ -32,7 +32,7 @@ void ring_exchange(Context& context, const std::vector<size_t>& sizes) {
       requests.push_back(mesh.send(right, s, *out_memory, 0, out.size()));
       requests.push_back(mesh.recv(left, s, *in_memory, 0, in.size()));
     }
-    mesh.wait(requests, context.deadline());
+    mesh.wait(requests, engine_of(context).deadline());
     EXPECT_EQ(first_mismatch(in, left, rank, s), -1)
         << "rank " << rank << " got wrong bytes from " << left << " at size " << sizes[s];
     EXPECT_EQ(requests[rank % 2 == 0 ? 0 : 1]->source(), left);
@@ -55,7 +55,7 @@ TEST(SendRecv, SixteenProcessesAllToAll) {
   // Every rank exchanges with every other rank at once: 240 connections, mixed protocols.
   expect_all_ok(run_context_processes(16, [](Context& context) {
     int rank = context.rank();
-    auto& mesh = context.mesh();
+    auto& mesh = engine_of(context).mesh();
     std::vector<std::vector<uint8_t>> out(16), in(16);
     std::vector<std::unique_ptr<transport::Memory>> memories;
     std::vector<transport::RequestPtr> requests;
@@ -70,7 +70,7 @@ TEST(SendRecv, SixteenProcessesAllToAll) {
       memories.push_back(mesh.register_memory(in[peer].data(), in[peer].size()));
       requests.push_back(mesh.recv(peer, 7, *memories.back(), 0, back));
     }
-    mesh.wait(requests, context.deadline());
+    mesh.wait(requests, engine_of(context).deadline());
     for (int peer = 0; peer < 16; ++peer) {
       if (peer == rank) continue;
       EXPECT_EQ(first_mismatch(in[peer], peer, rank, 7), -1) << "from " << peer;
@@ -106,10 +106,11 @@ TEST(SendRecv, SplitFormsSubContexts) {
     int right = (sub->rank() + 1) % 3;
     int left = (sub->rank() + 2) % 3;
     int got = -1;
-    auto& mesh = sub->mesh();
+    auto& mesh = engine_of(*sub).mesh();
     auto out = mesh.register_memory(&value, sizeof(value));
     auto in = mesh.register_memory(&got, sizeof(got));
-    mesh.wait({mesh.send(right, 1, *out, 0, 4), mesh.recv(left, 1, *in, 0, 4)}, sub->deadline());
+    mesh.wait({mesh.send(right, 1, *out, 0, 4), mesh.recv(left, 1, *in, 0, 4)},
+              engine_of(*sub).deadline());
     // The left neighbour in the sub-context has new rank sub->rank()-1: old rank differs by 2.
     int expected_old = context.rank() % 2 + 2 * (2 - left);
     EXPECT_EQ(got, expected_old);
@@ -132,8 +133,8 @@ TEST(SendRecv, Ipv6Loopback) {
   auto store = make_hash_store();
   run_threads(3, [&](int rank) {
     auto context = Context::create(store, rank, 3, device);
-    EXPECT_NE(context->mesh().address().find("[::1]"), std::string::npos)
-        << context->mesh().address();
+    EXPECT_NE(engine_of(*context).mesh().address().find("[::1]"), std::string::npos)
+        << engine_of(*context).mesh().address();
     ring_exchange(*context, {0, 100, 1 << 20});
   });
 }

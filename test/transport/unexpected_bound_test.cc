@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gloo_lite/base/error.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/transport/matching.h"
 #include "test/transport/harness.h"
 
@@ -39,13 +40,13 @@ void run(size_t sent) {
   expect_all_ok(run_context_processes(
       2,
       [&](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         std::vector<uint64_t> values(sent + 2, 0);
         auto memory = mesh.register_memory(values.data(), values.size() * sizeof(uint64_t));
         const size_t marker = sent * sizeof(uint64_t);
         const size_t token = marker + sizeof(uint64_t);
         if (context.rank() == 0) {
-          mesh.wait({mesh.recv(1, kGoTag, *memory, token, 0)}, context.deadline());
+          mesh.wait({mesh.recv(1, kGoTag, *memory, token, 0)}, engine_of(context).deadline());
           std::vector<transport::RequestPtr> sends;
           for (size_t i = 0; i < sent; ++i) {
             values[i] = value_of(i);
@@ -53,13 +54,13 @@ void run(size_t sent) {
           }
           values[sent] = 4242;
           sends.push_back(mesh.send(1, kMarkerTag, *memory, marker, kPayload));
-          mesh.wait(sends, context.deadline());
+          mesh.wait(sends, engine_of(context).deadline());
           // Stay until rank 1 has looked: a closed peer's last messages skip the bound.
-          mesh.wait({mesh.recv(1, kDoneTag, *memory, token, 0)}, context.deadline());
+          mesh.wait({mesh.recv(1, kDoneTag, *memory, token, 0)}, engine_of(context).deadline());
           return;
         }
         auto marker_receive = mesh.recv(0, kMarkerTag, *memory, marker, kPayload);
-        mesh.wait({mesh.send(0, kGoTag, *memory, token, 0)}, context.deadline());
+        mesh.wait({mesh.send(0, kGoTag, *memory, token, 0)}, engine_of(context).deadline());
         bool arrived = true;
         std::string why;
         try {
@@ -90,10 +91,10 @@ void run(size_t sent) {
           receives.push_back(mesh.recv(0, 1 + i, *memory, i * sizeof(uint64_t), kPayload));
         }
         if (!arrived) receives.push_back(mesh.recv(0, kMarkerTag, *memory, marker, kPayload));
-        mesh.wait(receives, context.deadline());
+        mesh.wait(receives, engine_of(context).deadline());
         for (size_t i = 0; i < sent; ++i) ASSERT_EQ(values[i], value_of(i)) << "message " << i;
         EXPECT_EQ(values[sent], 4242u);
-        mesh.wait({mesh.send(0, kDoneTag, *memory, token, 0)}, context.deadline());
+        mesh.wait({mesh.send(0, kDoneTag, *memory, token, 0)}, engine_of(context).deadline());
       },
       std::chrono::seconds(60), options));
 }
@@ -118,22 +119,24 @@ TEST(UnexpectedBound, AClosedPeersLastMessagesAreAllDelivered) {
   expect_all_ok(run_context_processes(
       2,
       [&](Context& context) {
-        auto& mesh = context.mesh();
+        auto& mesh = engine_of(context).mesh();
         std::vector<uint64_t> values(kSent + 1, 0);
         auto memory = mesh.register_memory(values.data(), values.size() * sizeof(uint64_t));
         const size_t pid_at = kSent * sizeof(uint64_t);
         if (context.rank() == 0) {
           values[kSent] = static_cast<uint64_t>(getpid());
-          mesh.wait({mesh.send(1, kPidTag, *memory, pid_at, sizeof(uint64_t))}, context.deadline());
+          mesh.wait({mesh.send(1, kPidTag, *memory, pid_at, sizeof(uint64_t))},
+                    engine_of(context).deadline());
           std::vector<transport::RequestPtr> sends;
           for (size_t i = 0; i < kSent; ++i) {
             values[i] = value_of(i);
             sends.push_back(mesh.send(1, 1 + i, *memory, i * sizeof(uint64_t), kPayload));
           }
-          mesh.wait(sends, context.deadline());
+          mesh.wait(sends, engine_of(context).deadline());
           return;  // the harness closes the context: the goodbye follows the messages
         }
-        mesh.wait({mesh.recv(0, kPidTag, *memory, pid_at, sizeof(uint64_t))}, context.deadline());
+        mesh.wait({mesh.recv(0, kPidTag, *memory, pid_at, sizeof(uint64_t))},
+                  engine_of(context).deadline());
         const int pid = static_cast<int>(values[kSent]);
         ASSERT_TRUE(wait_process_gone(pid, std::chrono::seconds(20))) << "rank 0 did not exit";
         usleep(500000);  // whatever notices the goodbye has run (ibverbs: every 50 ms)
@@ -141,10 +144,10 @@ TEST(UnexpectedBound, AClosedPeersLastMessagesAreAllDelivered) {
         for (size_t i = 0; i < kSent; ++i) {
           receives.push_back(mesh.recv(0, 1 + i, *memory, i * sizeof(uint64_t), kPayload));
         }
-        mesh.wait(receives, context.deadline());
+        mesh.wait(receives, engine_of(context).deadline());
         for (size_t i = 0; i < kSent; ++i) ASSERT_EQ(values[i], value_of(i)) << "message " << i;
         try {
-          mesh.wait({mesh.recv(0, kAfterTag, *memory, 0, kPayload)}, context.deadline());
+          mesh.wait({mesh.recv(0, kAfterTag, *memory, 0, kPayload)}, engine_of(context).deadline());
           ADD_FAILURE() << "a receive from a closed peer completed";
         } catch (const ConnectionError& e) {
           EXPECT_NE(std::string(e.what()).find("clean shutdown"), std::string::npos) << e.what();

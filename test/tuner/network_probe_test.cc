@@ -16,6 +16,7 @@
 #include "gloo_lite/bootstrap.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 #include "gloo_lite/network_probe.h"
 #include "rendezvous/stores.h"
 #include "test/support/test_support.h"
@@ -62,21 +63,21 @@ std::vector<double> gathered(Context& context, double mine) {
 // How many calls the probe's stream ran on this context (its flight records).
 size_t probe_calls(Context& context) {
   size_t calls = 0;
-  for (const auto& entry : context.flight_recorder().entries()) {
+  for (const auto& entry : engine_of(context).flight_recorder().entries()) {
     calls += entry.tag == kNetworkProbeTag ? 1 : 0;
   }
   return calls;
 }
 
 double model_beta(Context& context) {
-  algo::Call call =
-      algo::Call::on(context, Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 0);
+  algo::Call call = algo::Call::on(engine_of(context), Collective::kAllreduce, DataType::kFloat32,
+                                   ReduceOp::kSum, 0);
   return algo::CostModel::for_call(call).net_beta;
 }
 
 TEST(NetworkProbe, SpanningContextAgreesOnOneFigure) {
   run_hosts({"a", "a", "b", "b", "c"}, "", [](Context& context) {
-    const double beta = context.network_beta();
+    const double beta = engine_of(context).network_beta();
     // Loopback TCP moves 1 MiB well above 10 MB/s and well below 1 TB/s: a measurement, not a
     // placeholder or a zero time.
     EXPECT_GT(beta, 1e-12) << "rank " << context.rank();
@@ -94,7 +95,7 @@ TEST(NetworkProbe, SpanningContextAgreesOnOneFigure) {
 
 TEST(NetworkProbe, KnobSkipsIt) {
   run_hosts({"a", "a", "b"}, "0.025", [](Context& context) {
-    EXPECT_EQ(context.network_beta(), 0);
+    EXPECT_EQ(engine_of(context).network_beta(), 0);
     EXPECT_EQ(probe_calls(context), 0u);
     EXPECT_DOUBLE_EQ(model_beta(context), 1 / 0.025e9);
   });
@@ -102,7 +103,7 @@ TEST(NetworkProbe, KnobSkipsIt) {
 
 TEST(NetworkProbe, OneHostPaysNothing) {
   run_hosts({"a", "a", "a"}, "", [](Context& context) {
-    EXPECT_EQ(context.network_beta(), 0);
+    EXPECT_EQ(engine_of(context).network_beta(), 0);
     EXPECT_EQ(probe_calls(context), 0u);
     EXPECT_EQ(model_beta(context), 0);
   });
@@ -110,12 +111,12 @@ TEST(NetworkProbe, OneHostPaysNothing) {
 
 TEST(NetworkProbe, SplitTakesItsParentsFigure) {
   run_hosts({"a", "a", "b", "b"}, "", [](Context& context) {
-    const double parent = context.network_beta();
+    const double parent = engine_of(context).network_beta();
     EXPECT_GT(parent, 0);
     // Ranks 0, 2 and 1, 3: each sub-context spans both hosts.
     auto sub = context.split(context.rank() % 2, context.rank());
     ASSERT_NE(sub, nullptr);
-    EXPECT_EQ(sub->network_beta(), parent);
+    EXPECT_EQ(engine_of(*sub).network_beta(), parent);
     EXPECT_EQ(probe_calls(*sub), 0u);
   });
 }
@@ -171,7 +172,7 @@ TEST(NetworkProbe, OneHostIgnoresADisagreeingKnob) {
         }
         auto context =
             Context::create(make_file_store(directory.path()), rank, 2, create_device_from_env());
-        EXPECT_EQ(context->network_beta(), 0);
+        EXPECT_EQ(engine_of(*context).network_beta(), 0);
         EXPECT_EQ(probe_calls(*context), 0u);
       },
       seconds(60)));
