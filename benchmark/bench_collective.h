@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "gloo_lite/algorithms/call.h"
 #include "gloo_lite/collective_info.h"
 #include "gloo_lite/collectives.h"
 #include "gloo_lite/context.h"
@@ -17,8 +16,9 @@
 
 namespace gloo_lite::bench {
 
-// The library's own list of collectives (the tuner's), so the two cannot drift apart.
-using Kind = algo::Collective;
+// The library's own list of collectives (gloo_lite/collective_info.h, the tuner's too), so the
+// two cannot drift apart.
+using Kind = Collective;
 
 // name, reduces, rooted and blocked come from the library's table (gloo_lite/collective_info.h);
 // the forms are the benchmark's own.

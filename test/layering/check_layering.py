@@ -3,10 +3,16 @@
 
 Usage: check_layering.py SOURCE_ROOT    scans the tree; exit 1 naming each forbidden include
        check_layering.py --self-test    proves the check can fail (a core file that includes a
-                                        transport, as bootstrap.cc once did)
+                                        transport, as bootstrap.cc once did; cuda/ including an
+                                        internal header of core)
 
 Only `#include "..."` lines are checked (system headers use <...>). A quoted include without a
 directory names a file beside the includer. Keep RULES in step with docs/layering.md.
+
+The public headers rule: the directories above core (ABOVE_CORE) may include only the public
+headers of gloo_lite/ (gloo_lite/public_headers.txt, also the installed set), and a public header
+includes only public headers. EXCEPTIONS lists the few includes of internal headers from above
+core that remain, each with its reason; one that is gone fails too, so the list stays true.
 """
 import os
 import re
@@ -36,6 +42,30 @@ RULES = {
     "benchmark/": CORE + ["cuda/", "benchmark/"],
     "examples/": ["gloo_lite/"],
 }
+# The directories above core: of gloo_lite/ they see the public headers only.
+ABOVE_CORE = ("cuda/", "bindings/", "python/", "tools/", "benchmark/", "examples/")
+PUBLIC_LIST = "gloo_lite/public_headers.txt"
+# (file, internal header) -> why it still needs it. Remove an entry once its file stops.
+EXCEPTIONS = {
+    ("cuda/gpudirect.cc", "gloo_lite/context_engine.h"):
+        "runs its own broadcast and allgather on the engine's mesh (GPUDirect transfers between "
+        "device buffers); they should go through the collective layer instead",
+    ("cuda/gpudirect.cc", "gloo_lite/stream.h"):
+        "the same collectives take a turn on the context's stream of their tag",
+    ("cuda/pipeline.cc", "gloo_lite/work_state.h"):
+        "its stream-ordered calls return Work handles that its own worker finishes; there is no "
+        "public way to make a Work",
+    ("tools/gloo_lite_tuner.cc", "gloo_lite/algorithms/registry.h"):
+        "prints the cost model and every algorithm's ranked cost for made-up calls, the "
+        "registry's own data; a public query for all of it would be the registry again",
+    ("tools/launcher_job.cc", "gloo_lite/flight_signal.h"):
+        "parses and names the flight recorder's signal knob (flight_signal_from_env); the header "
+        "also holds the internal registry of live contexts",
+    ("benchmark/pingpong.cc", "gloo_lite/context_engine.h"):
+        "measures the transport mesh itself, beneath the point-to-point calls and their checks",
+    ("benchmark/reduction_bench.cc", "gloo_lite/reduction_kernels.h"):
+        "measures each reduction kernel (scalar, AVX2) alone, which the public entry point hides",
+}
 # Every transport_* directory needs a rule: a new transport must be placed in the layering.
 TRANSPORT_DIR = re.compile(r"^transport_[a-z0-9_]+/$")
 SOURCE = re.compile(r"\.(cc|cpp|c|h|hpp|cu|cuh)$")
@@ -53,6 +83,11 @@ def rule_for(path):
 
 def check(root):
     problems = []
+    public = read_public(root)
+    used_exceptions = set()
+    for header in sorted(public or ()):
+        if not os.path.exists(os.path.join(root, header)):
+            problems.append(f"{PUBLIC_LIST}: lists {header}, which does not exist")
     for top in sorted(os.listdir(root)):
         full = os.path.join(root, top)
         if not os.path.isdir(full) or top.startswith(".") or top in SKIP:
@@ -79,12 +114,44 @@ def check(root):
                         included = match.group(1)
                         if "/" not in included:  # beside the includer
                             continue
-                        if any(included.startswith(prefix) for prefix in RULES[rule]):
-                            continue
-                        problems.append(
-                            f'{path}:{number}: includes "{included}", which {rule} may not '
-                            f'include (allowed: {", ".join(RULES[rule])}; see docs/layering.md)')
+                        if not any(included.startswith(prefix) for prefix in RULES[rule]):
+                            problems.append(
+                                f'{path}:{number}: includes "{included}", which {rule} may not '
+                                f'include (allowed: {", ".join(RULES[rule])}; see '
+                                "docs/layering.md)")
+                        elif not public_include(path, included, public, used_exceptions):
+                            problems.append(
+                                f'{path}:{number}: includes "{included}", an internal header of '
+                                f"core; {rule} may include only the public headers ({PUBLIC_LIST}"
+                                "; see docs/layering.md)")
+    for path, header in sorted(set(EXCEPTIONS) - used_exceptions):
+        if os.path.exists(os.path.join(root, path)):
+            problems.append(f'{path}: no longer includes "{header}"; remove its exception from '
+                            "EXCEPTIONS in test/layering/check_layering.py")
     return problems
+
+
+def read_public(root):
+    """The public headers (gloo_lite/public_headers.txt), or None where the tree has no list."""
+    listed = os.path.join(root, PUBLIC_LIST)
+    if not os.path.exists(listed):
+        return None
+    with open(listed, encoding="utf-8") as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+
+
+def public_include(path, included, public, used_exceptions):
+    """Whether `path` may include `included` under the public headers rule."""
+    if public is None or not included.startswith("gloo_lite/") or included in public:
+        return True
+    if path in public:
+        return False  # a public header includes public headers only
+    if not path.startswith(ABOVE_CORE):
+        return True
+    if (path, included) in EXCEPTIONS:
+        used_exceptions.add((path, included))
+        return True
+    return False
 
 
 def self_test():
@@ -96,11 +163,30 @@ def self_test():
         with open(os.path.join(root, "gloo_lite", "transport", "mixed_mesh.cc"), "w") as f:
             f.write('#include "gloo_lite/context.h"\n')
         os.makedirs(os.path.join(root, "transport_udp"))
+        # The public headers rule: cuda/ includes an internal header of core, a public header
+        # includes an internal one; a listed exception is allowed.
+        with open(os.path.join(root, PUBLIC_LIST), "w") as f:
+            f.write("# public\ngloo_lite/context.h\ngloo_lite/collectives.h\n")
+        with open(os.path.join(root, "gloo_lite", "context.h"), "w") as f:
+            f.write('#include "gloo_lite/work.h"\n')
+        with open(os.path.join(root, "gloo_lite", "collectives.h"), "w") as f:
+            f.write('#include "gloo_lite/context.h"\n#include "gloo_lite/stream.h"\n')
+        os.makedirs(os.path.join(root, "cuda"))
+        with open(os.path.join(root, "cuda", "gpudirect.cc"), "w") as f:
+            f.write('#include "gloo_lite/context_engine.h"\n#include "gloo_lite/stream.h"\n')
+        with open(os.path.join(root, "cuda", "collectives.cc"), "w") as f:
+            f.write('#include "gloo_lite/collectives.h"\n\n#include "gloo_lite/work_state.h"\n')
+        with open(os.path.join(root, "cuda", "pipeline.cc"), "w") as f:  # its exception is stale
+            f.write('#include "gloo_lite/collectives.h"\n')
         problems = check(root)
         expected = [
             'gloo_lite/bootstrap.cc:4: includes "transport_tcp/tcp_device.h"',
             'gloo_lite/transport/mixed_mesh.cc:1: includes "gloo_lite/context.h"',
             "transport_udp/: a transport directory without a layering rule",
+            'cuda/collectives.cc:3: includes "gloo_lite/work_state.h", an internal header',
+            'gloo_lite/context.h:1: includes "gloo_lite/work.h", an internal header',
+            'gloo_lite/collectives.h:2: includes "gloo_lite/stream.h", an internal header',
+            'cuda/pipeline.cc: no longer includes "gloo_lite/work_state.h"',
         ]
         for text in expected:
             if not any(p.startswith(text) for p in problems):
