@@ -1,4 +1,4 @@
-#include "gloo_lite/context.h"
+#include "gloo_lite/context_engine.h"
 
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "gloo_lite/hang_report.h"
 #include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
+#include "gloo_lite/live_contexts.h"
 #include "gloo_lite/network_probe.h"
 #include "gloo_lite/point_to_point.h"
 #include "gloo_lite/stream.h"

@@ -19,6 +19,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/context_engine.h"
+#include "gloo_lite/live_contexts.h"
 
 namespace gloo_lite {
 namespace {

@@ -1,6 +1,7 @@
 // Flight recorder dumps on demand by signal (GLOO_LITE_FLIGHT_SIGNAL): `kill -USR1 <rank pid>`
 // writes the flight record of every live context of that process to stderr, one block per
-// context, and the process goes on as before.
+// context, and the process goes on as before. The registry of live contexts that a dump covers
+// is internal (gloo_lite/live_contexts.h).
 //
 // The handler only writes a byte to a self-pipe (the one async-signal-safe way to hand work
 // on); a dumper thread, blocked in read() on the other end, formats the records with the
@@ -12,8 +13,6 @@
 #include <string>
 
 namespace gloo_lite {
-
-class ContextEngine;
 
 // GLOO_LITE_FLIGHT_SIGNAL's value as a signal number; 0 for off (empty, "off"). Accepts USR1,
 // USR2, RTMIN+n (SIG prefix optional, any case) and the numbers of those signals. Throws
@@ -28,12 +27,5 @@ std::string flight_signal_name(int sig);
 // own at its first context), and starts the dumper thread. Nothing when the knob is off.
 // Leaves a handler the program installed for that signal alone (with a warning).
 void install_flight_signal();
-
-// The registry of live contexts that a dump covers.
-void register_live_context(const ContextEngine* context);
-void unregister_live_context(const ContextEngine* context);
-
-// What the signal does: one block per live context on stderr, `why` in each heading.
-void dump_live_contexts(const std::string& why);
 
 }  // namespace gloo_lite

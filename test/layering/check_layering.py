@@ -58,9 +58,6 @@ EXCEPTIONS = {
     ("tools/gloo_lite_tuner.cc", "gloo_lite/algorithms/registry.h"):
         "prints the cost model and every algorithm's ranked cost for made-up calls, the "
         "registry's own data; a public query for all of it would be the registry again",
-    ("tools/launcher_job.cc", "gloo_lite/flight_signal.h"):
-        "parses and names the flight recorder's signal knob (flight_signal_from_env); the header "
-        "also holds the internal registry of live contexts",
     ("benchmark/pingpong.cc", "gloo_lite/context_engine.h"):
         "measures the transport mesh itself, beneath the point-to-point calls and their checks",
     ("benchmark/reduction_bench.cc", "gloo_lite/reduction_kernels.h"):
