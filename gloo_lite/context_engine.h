@@ -119,33 +119,23 @@ class ContextEngine {
   // This context's keys in the store: "gloo_lite/ctx/<k>/<name>".
   std::string store_key(const std::string& name) const;
 
-  // Point-to-point on host buffers with this context's timeout (or `timeout` when non-zero).
+  // The calls of Context that forward here, as documented there (gloo_lite/context.h); the
+  // network probe, which runs before the handle exists, uses the point-to-point ones directly.
+  // Point-to-point tags are the user's half of the tag space (gloo_lite/transport/tag_space.h).
   void send(int peer, const void* data, size_t bytes, uint64_t tag,
             std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   void recv(int peer, void* data, size_t bytes, uint64_t tag,
             std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
-  // Receives from whichever of `peers` sends first; returns that rank.
   int recv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
-  // Non-blocking forms: they post the transfer and return; the transport moves the bytes
-  // while the caller goes on (gloo_lite/work.h). Point-to-point tags are a space of their own
-  // (0 <= tag < 2^63), disjoint from the collectives' (gloo_lite/transport/tag_space.h).
   Work isend(int peer, const void* data, size_t bytes, uint64_t tag,
              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   Work irecv(int peer, void* data, size_t bytes, uint64_t tag,
              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   Work irecv_any(const std::vector<int>& peers, void* data, size_t bytes, uint64_t tag,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
-
-  // Ends every call in flight on this context now, whichever thread runs or waits for it: the
-  // context fails with "<context> was closed by this rank with 1 operation(s) in flight
-  // (allreduce #0 on tag 1)" (abort(): the peers learn it, naming this rank), each such call
-  // raises it, and no new stream starts. Returns once none of them runs any more. For the
-  // bindings' close, while other threads' calls may still hold the context; the destructor
-  // does the same. Idempotent; in a forked child it does nothing (the calls are the parent's).
   void close();
-  // Fails this context with `reason` (fail() with a local cause): work in flight ends with it,
-  // every peer raises with it naming this rank, and later calls fail at once.
+  // fail() with a local cause, and the mesh aborted even when the context had failed before.
   void abort(const std::string& reason);
   // A failure ends this context: the first one logs one warning with the flight recorder's
   // dump, publishes a failure report naming `culprits` when options.report_failures is set, and
