@@ -12,6 +12,7 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/knobs.h"
 #include "gloo_lite/transport/mixed_device.h"
+#include "gloo_lite/transport/names.h"
 #include "gloo_lite/transport/table.h"
 #include "rendezvous/store_url.h"
 #include "rendezvous/stores.h"
@@ -223,7 +224,8 @@ std::shared_ptr<transport::Device> create_device_from_env() {
     if (forced != "auto") {
       throw InvalidArgument(
           "GLOO_LITE_TRANSPORT='" + forced + "' is not available; available transports: " + built +
-          (forced == "ibverbs" ? " (ibverbs needs libibverbs-dev at build time)" : ""));
+          (forced == transport::kIbverbsTransport ? " (ibverbs needs libibverbs-dev at build time)"
+                                                  : ""));
     }
     throw InvalidArgument("no transport can run on this host (tried " + skipped +
                           "); GLOO_LITE_LOG=debug says why");

@@ -27,6 +27,7 @@
 #include "gloo_lite/network_probe.h"
 #include "gloo_lite/point_to_point.h"
 #include "gloo_lite/stream.h"
+#include "gloo_lite/transport/names.h"
 #include "gloo_lite/transport/tag_space.h"
 #include "rendezvous/stores.h"
 
@@ -540,8 +541,8 @@ void ContextEngine::connect() {
   Deadline deadline = this->deadline();
   mesh_ = device_->create_mesh(rank_, size_, options_.mesh);
   const std::string transport = knob_string("GLOO_LITE_TRANSPORT");
-  shm_knobs_allow_ =
-      knob_bool("GLOO_LITE_SHM_COLLECTIVES") && (transport == "auto" || transport == "shm");
+  shm_knobs_allow_ = knob_bool("GLOO_LITE_SHM_COLLECTIVES") &&
+                     (transport == "auto" || transport == transport::kShmTransport);
   if (size_ == 1) return;
   generation_ = agree_on_generation(deadline);
   // Rank 0 chooses the context id; it travels with rank 0's address, so every rank learns it
