@@ -84,7 +84,10 @@ void IbMesh::connect(const std::vector<std::string>& addresses, uint64_t context
   control_->connect(control_addresses, context_id, deadline);  // (1)
   connect_queue_pairs(deadline);                               // (2), (3)
   exchange_hellos(context_id, deadline);                       // (4)
-  for (auto& peer : peers_) {                                  // (5)
+  // The device's progress thread reads and resets the lifelines under the mutex (every 50 ms,
+  // check_lifelines), and this mesh is registered with it already.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& peer : peers_) {  // (5)
     if (peer) {
       peer->lifeline = control_->recv(peer->rank, kLifelineTag, *lifeline_memory_,
                                       static_cast<size_t>(size_ + peer->rank), 1);

@@ -61,8 +61,9 @@ void ShmMesh::connect(const std::vector<std::string>& addresses, uint64_t contex
         continue;
       }
       SegmentHeader* header = map_peer(*pair, deadline);
-      if (!check_peer_header(*pair, *header, context_id)) continue;
-      say_hello(*pair, *header, context_id);
+      Layout theirs;
+      if (!check_peer_header(*pair, *header, context_id, &theirs)) continue;
+      say_hello(*pair, *header, theirs, context_id);
     }
     await_hellos(context_id, deadline);
   } catch (const std::exception& e) {
@@ -202,7 +203,8 @@ SegmentHeader* ShmMesh::map_peer(Pair& pair, const Deadline& deadline) {
   return header;
 }
 
-bool ShmMesh::check_peer_header(Pair& pair, const SegmentHeader& header, uint64_t context_id) {
+bool ShmMesh::check_peer_header(Pair& pair, const SegmentHeader& header, uint64_t context_id,
+                                Layout* layout) {
   const int peer = pair.peer;
   if (header.context_id != context_id) {
     reject_segment(pair, "it belongs to another context or job (context id " +
@@ -218,10 +220,12 @@ bool ShmMesh::check_peer_header(Pair& pair, const SegmentHeader& header, uint64_
                              " bytes is invalid (at least " + std::to_string(kMinRingBytes) +
                              ", a multiple of " + std::to_string(kLine) + ")");
   }
+  // One read of the peer's ring size: the layout checked here is the one say_hello attaches.
   Layout theirs = Layout::of(size_, header.ring_bytes);
   if (theirs.segment_bytes != header.segment_bytes || header.inbox_stride != theirs.inbox_stride) {
     reject_segment(pair, "its layout is inconsistent");
   }
+  *layout = theirs;
   if (static_cast<size_t>(rank_) < kRefusedBytes * 8 &&
       ((header.refused[rank_ / 8] >> (rank_ % 8)) & 1) != 0) {
     std::string why = "rank " + std::to_string(peer) + " (pid " + std::to_string(pair.address.pid) +
@@ -239,9 +243,10 @@ bool ShmMesh::check_peer_header(Pair& pair, const SegmentHeader& header, uint64_
   return true;
 }
 
-void ShmMesh::say_hello(Pair& pair, SegmentHeader& header, uint64_t context_id) {
+void ShmMesh::say_hello(Pair& pair, SegmentHeader& header, const Layout& layout,
+                        uint64_t context_id) {
   RingView view;
-  view.attach(pair.remote->data(), Layout::of(size_, header.ring_bytes), rank_);
+  view.attach(pair.remote->data(), layout, rank_);
   if (view.control->reserved.load(std::memory_order_acquire) == 0) {
     reject_segment(pair, "it does not serve rank " + std::to_string(rank_) +
                              " over shared memory (the transport table chose differently there)");

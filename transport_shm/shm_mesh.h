@@ -129,10 +129,13 @@ class ShmMesh : public transport::MatchingMesh {
   [[noreturn]] void reject_segment(const Pair& pair, const std::string& why) const;
   // Maps the peer's segment, checks what its address promises and waits until it is ready.
   SegmentHeader* map_peer(Pair& pair, const Deadline& deadline);
-  // Checks the ready header; false: the peer refused our inbox and the pair was given back.
-  bool check_peer_header(Pair& pair, const SegmentHeader& header, uint64_t context_id);
-  // Attaches to our inbox in the peer's segment, probes CMA and says hello there.
-  void say_hello(Pair& pair, SegmentHeader& header, uint64_t context_id);
+  // Checks the ready header and gives the peer's layout as checked; false: the peer refused our
+  // inbox and the pair was given back.
+  bool check_peer_header(Pair& pair, const SegmentHeader& header, uint64_t context_id,
+                         Layout* layout);
+  // Attaches to our inbox in the peer's segment (laid out as checked), probes CMA and says
+  // hello there.
+  void say_hello(Pair& pair, SegmentHeader& header, const Layout& layout, uint64_t context_id);
   // Until every served peer said hello in our segment (and proved the secret).
   void await_hellos(uint64_t context_id, const Deadline& deadline);
   bool hello_heard(Pair& pair, uint64_t context_id);

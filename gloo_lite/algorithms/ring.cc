@@ -270,18 +270,23 @@ void allgather_run(const Call& call) {
 // time approaches n*beta regardless of P (a binomial tree needs log2(P)*n*beta).
 // The chain's chunk. On one host 1 MiB (kChainChunks). Across hosts the link bounds the chain,
 // and its fill (the last rank gets its first chunk P - 2 hops after the root's first send) is
-// what a large chunk costs: a chunk of c bytes costs about (P - 2 + n / c) * (alpha + c * beta),
-// least at c = sqrt(n * alpha / ((P - 2) * beta)), here at the cross-host figures and within
-// 64 KiB..1 MiB (8 hosts at 200 Mbit/s, 4 MiB: 64 KiB, 0.64 -> 0.9 of the link: measured in
-// docs/benchmarking.md). Every rank computes it from the same agreed figures.
-size_t chain_chunk_bytes(const Call& call, const CostModel& m) {
+// what a large chunk costs: a chunk of c bytes costs about (P - 2 + n / c) * (a + c * beta),
+// least at c = sqrt(n * a / ((P - 2) * beta)), within 64 KiB..1 MiB (8 hosts at 200 Mbit/s,
+// 4 MiB: 64 KiB, 0.63 -> 0.95 of the link: docs/algorithms.md). Every rank must cut the same
+// chunks, so only agreed figures enter: the network's beta (the probe's, or the knob that
+// every rank's connect record carries; 0, unknown: 1 MiB) and a fixed a, the default
+// cross-host latency plus per-message overhead, not the process's own latency knobs.
+constexpr double kChainChunkLatency = 65e-6;
+size_t chain_chunk_bytes(const Call& call, double net_beta) {
+  if (call.size < 3 || net_beta <= 0 || !HostLinks(call, Partners::kFixed).spans()) {
+    return kChainChunks.min_bytes;
+  }
   double n = call.bytes(call.count);
-  if (call.size < 3 || !HostLinks(call, Partners::kFixed).spans()) return kChainChunks.min_bytes;
-  double best = std::sqrt(n * (m.cross_alpha() + m.overhead) / ((call.size - 2) * m.cross_beta()));
+  double best = std::sqrt(n * kChainChunkLatency / ((call.size - 2) * net_beta));
   return static_cast<size_t>(std::clamp(best, double(64 << 10), double(kChainChunks.min_bytes)));
 }
 ChunkRule chain_chunks(const Call& call, const CostModel& m) {
-  return {chain_chunk_bytes(call, m), 0};
+  return {chain_chunk_bytes(call, m.net_beta), 0};
 }
 
 double broadcast_cost(const Call& call, const CostModel& m) {
