@@ -98,9 +98,14 @@ def launch(cmd, env, args, log, timeout, stderr_tail):
     records, meta = [], {}
     for line in stdout.splitlines():
         for tag in ("RESULT ", "META "):
-            at = line.find(tag)
+            # Anywhere in the line (the launcher may prefix it), followed by a JSON object: other
+            # output that merely contains the word is not a record.
+            at = line.find(tag + "{")
             if at >= 0:
-                value = json.loads(line[at + len(tag):])
+                try:
+                    value = json.loads(line[at + len(tag):])
+                except ValueError:
+                    continue
                 if tag == "META ":
                     meta = value
                 else:
