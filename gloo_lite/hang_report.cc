@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <sstream>
-#include <thread>
 
+#include "gloo_lite/base/backoff.h"
 #include "gloo_lite/base/error.h"
 
 namespace gloo_lite {
@@ -118,7 +118,7 @@ HangVerdict exchange_hang_reports(ContextEngine& context, uint16_t tag, uint64_t
     int missing = context.size() - 1;
     // Poll: a rank that never arrives writes nothing, so waiting for all keys would always take
     // the whole grace period; polling lets the common case (all present) end early.
-    auto pause = std::chrono::milliseconds(5);
+    Backoff backoff(std::chrono::milliseconds(5), std::chrono::milliseconds(50));
     while (missing > 0) {
       last_round = deadline.expired();
       for (int peer = 0; peer < context.size(); ++peer) {
@@ -138,8 +138,7 @@ HangVerdict exchange_hang_reports(ContextEngine& context, uint16_t tag, uint64_t
         }
       }
       if (missing == 0 || deadline.expired()) break;
-      std::this_thread::sleep_for(std::min(pause, deadline.remaining()));
-      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+      backoff.sleep(deadline);
     }
   } catch (const std::exception&) {
     // The last round, begun once the grace period was over, failing by `end` (a descheduled
