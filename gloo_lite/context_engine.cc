@@ -34,23 +34,6 @@
 namespace gloo_lite {
 namespace {
 
-// Ranks per usable CPU on the most crowded host: ranks are grouped by host identity and each
-// group's CPU masks merged (ranks bound to different cores of one host do not share them).
-double busiest_host_load(const std::vector<std::string>& hosts,
-                         const std::vector<std::string>& masks) {
-  std::map<std::string, std::pair<int, std::string>> by_host;  // ranks, merged mask
-  for (size_t r = 0; r < hosts.size(); ++r) {
-    auto& [ranks, mask] = by_host[hosts[r]];
-    ranks += 1;
-    mask = merge_cpu_masks(mask, masks[r]);
-  }
-  double load = 0;
-  for (const auto& [host, group] : by_host) {
-    load = std::max(load, double(group.first) / std::max(1, count_cpus(group.second)));
-  }
-  return load;
-}
-
 uint64_t random_context_id() {
   std::random_device device;
   uint64_t id = (uint64_t{device()} << 32) ^ device();

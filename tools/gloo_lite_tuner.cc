@@ -99,7 +99,7 @@ int local_usage(const std::vector<std::string>& args) {
       std::string last;
       size_t last_bytes = 0;
       for (size_t bytes = 8; bytes <= (size_t{256} << 20); bytes *= 2) {
-        algo::Call call = make_call(info.collective, p, bytes, double(p) / cores);
+        algo::Call call = make_call(info.collective, p, bytes, ranks_per_core(p, cores));
         std::string name = algo::choose_algorithm(call, "auto").name;
         if (name != last) {
           if (!last.empty()) line += last + " <= " + format_bytes(last_bytes) + " < ";
@@ -263,7 +263,7 @@ int cluster_usage(const std::vector<std::string>& args) {
               "runner-up", "time");
   for (const CollectiveInfo* info : collectives) {
     for (size_t bytes : sizes) {
-      algo::Call call = make_call(info->collective, p, bytes, per_host / cores);
+      algo::Call call = make_call(info->collective, p, bytes, ranks_per_core(per_host, cores));
       call.hosts = &host_of;
       std::vector<algo::Ranked> ranked = algo::rank_algorithms(call, model);
       if (ranked.empty()) continue;

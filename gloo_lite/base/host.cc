@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <utility>
 
 #include "gloo_lite/base/config.h"
 
@@ -81,6 +83,23 @@ int count_cpus(const std::string& mask) {
   int count = 0;
   for (char c : mask) count += __builtin_popcount(static_cast<unsigned>(hex_digit(c)));
   return count;
+}
+
+double ranks_per_core(int ranks, double cpus) { return ranks / std::max(1.0, cpus); }
+
+double busiest_host_load(const std::vector<std::string>& hosts,
+                         const std::vector<std::string>& masks) {
+  std::map<std::string, std::pair<int, std::string>> by_host;  // ranks, merged mask
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    auto& [ranks, mask] = by_host[hosts[r]];
+    ranks += 1;
+    mask = merge_cpu_masks(mask, masks[r]);
+  }
+  double load = 0;
+  for (const auto& [host, group] : by_host) {
+    load = std::max(load, ranks_per_core(group.first, count_cpus(group.second)));
+  }
+  return load;
 }
 
 }  // namespace gloo_lite

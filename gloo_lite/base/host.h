@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace gloo_lite {
 
@@ -21,5 +22,15 @@ std::string usable_cpu_mask();
 // Hex masks or-ed together, and the number of CPUs a mask names.
 std::string merge_cpu_masks(const std::string& a, const std::string& b);
 int count_cpus(const std::string& mask);
+
+// The tuner's host load, computed here only: `ranks` sharing `cpus` usable CPUs, as ranks per
+// CPU (at least one CPU counts). A context's figure (ContextEngine::ranks_per_core) is the
+// busiest host's; the tuner tool's are those of the hosts it describes.
+double ranks_per_core(int ranks, double cpus);
+// The load of the most crowded host: ranks grouped by host identity (`hosts`, one per rank)
+// and each group's CPU masks (`masks`, one per rank) merged, since ranks bound to different
+// cores of one host do not share them. 0 for no ranks.
+double busiest_host_load(const std::vector<std::string>& hosts,
+                         const std::vector<std::string>& masks);
 
 }  // namespace gloo_lite
