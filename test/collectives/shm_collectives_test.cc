@@ -292,7 +292,7 @@ TEST(Shm, AutoPicksShmOnOneHost) {
   });
 }
 
-// collectives.cc remembers the algorithm per call shape: a call whose shape or requested
+// collective_launch.cc remembers the algorithm per call shape: a call whose shape or requested
 // algorithm differs from the remembered one must get its own verdict, and the result stays
 // right. The flight recorder says what ran; chosen_algorithm (which never looks at the
 // remembered verdicts) says what the tuner picks.
