@@ -122,9 +122,8 @@ class HostedStore : public Store {
   std::shared_ptr<Store> client_;
 };
 
-}  // namespace
-
-LaunchInfo read_launch_info() {
+// The launcher whose variables are set (the first of kFlavours with its rank or size set).
+const LauncherFlavour& detect_flavour() {
   const LauncherFlavour* found = nullptr;
   for (const auto& flavour : kFlavours) {
     if (!read_var(flavour.rank).empty() || !read_var(flavour.size).empty()) {
@@ -139,7 +138,11 @@ LaunchInfo read_launch_info() {
         "SLURM_PROCID/SLURM_NTASKS is set. Start the program with gloo_lite_run -n N, or set "
         "GLOO_LITE_RANK, GLOO_LITE_SIZE and GLOO_LITE_STORE");
   }
-  const LauncherFlavour& flavour = *found;
+  return *found;
+}
+
+// Rank, size and local rank from `flavour`'s variables, each checked against the others.
+void read_ranks(const LauncherFlavour& flavour, LaunchInfo* info) {
   std::string rank_text = read_var(flavour.rank);
   std::string size_text = read_var(flavour.size);
   if (rank_text.empty() || size_text.empty()) {
@@ -148,32 +151,35 @@ LaunchInfo read_launch_info() {
     throw InvalidArgument(std::string(present) + " is set but " + missing + " is not (" +
                           flavour.source + "); set both");
   }
-  LaunchInfo info;
-  info.source = flavour.source;
-  info.rank = parse_var(flavour, flavour.rank, rank_text);
-  info.size = parse_var(flavour, flavour.size, size_text);
-  if (info.size < 1) {
+  info->source = flavour.source;
+  info->rank = parse_var(flavour, flavour.rank, rank_text);
+  info->size = parse_var(flavour, flavour.size, size_text);
+  if (info->size < 1) {
     throw InvalidArgument(std::string(flavour.size) + "=" + size_text + " (from " + flavour.source +
                           ") must be at least 1");
   }
-  if (info.rank < 0 || info.rank >= info.size) {
+  if (info->rank < 0 || info->rank >= info->size) {
     throw InvalidArgument(std::string(flavour.rank) + "=" + rank_text + " (from " + flavour.source +
-                          ") must be in 0.." + std::to_string(info.size - 1) + " because " +
+                          ") must be in 0.." + std::to_string(info->size - 1) + " because " +
                           flavour.size + "=" + size_text);
   }
   std::string local_text = read_var(flavour.local_rank);
   if (!local_text.empty()) {
-    info.local_rank = parse_var(flavour, flavour.local_rank, local_text);
-    if (info.local_rank < 0 || info.local_rank >= info.size) {
+    info->local_rank = parse_var(flavour, flavour.local_rank, local_text);
+    if (info->local_rank < 0 || info->local_rank >= info->size) {
       throw InvalidArgument(std::string(flavour.local_rank) + "=" + local_text + " (from " +
-                            flavour.source + ") must be in 0.." + std::to_string(info.size - 1));
+                            flavour.source + ") must be in 0.." + std::to_string(info->size - 1));
     }
   }
+}
 
-  info.store_url = knob_string("GLOO_LITE_STORE");
-  if (info.store_url.empty()) {
+// Where the ranks meet: GLOO_LITE_STORE, else (torchrun) the store rank 0 hosts beside
+// torch's (torchrun_store_url).
+void read_store_url(const LauncherFlavour& flavour, LaunchInfo* info) {
+  info->store_url = knob_string("GLOO_LITE_STORE");
+  if (info->store_url.empty()) {
     if (&flavour == &kFlavours[1]) {
-      info.store_url = torchrun_store_url(&info);
+      info->store_url = torchrun_store_url(info);
     } else {
       throw InvalidArgument(
           std::string("rank and size come from ") + flavour.source +
@@ -183,13 +189,22 @@ LaunchInfo read_launch_info() {
   }
   // A malformed URL is reported now, naming where it came from, not at the first store call.
   try {
-    parse_store_url(info.store_url);
+    parse_store_url(info->store_url);
   } catch (const InvalidArgument& e) {
-    throw InvalidArgument(std::string(info.host_store || info.store_port != 0
+    throw InvalidArgument(std::string(info->host_store || info->store_port != 0
                                           ? "the store URL built from MASTER_ADDR/MASTER_PORT"
                                           : "GLOO_LITE_STORE") +
                           " is not usable: " + e.what());
   }
+}
+
+}  // namespace
+
+LaunchInfo read_launch_info() {
+  const LauncherFlavour& flavour = detect_flavour();
+  LaunchInfo info;
+  read_ranks(flavour, &info);
+  read_store_url(flavour, &info);
   return info;
 }
 

@@ -29,6 +29,32 @@ bool parse_report(const std::string& text, Report* report) {
   return true;
 }
 
+// One round of the poll: reads the reports of the peers not `seen` yet that are in the store,
+// sorts them into `verdict` (this call, or another one) and returns how many it read.
+int read_new_reports(ContextEngine& context, uint16_t tag, uint64_t sequence,
+                     const Deadline& store_deadline, std::vector<bool>& seen,
+                     HangVerdict& verdict) {
+  Store& store = *context.store();
+  int read = 0;
+  for (int peer = 0; peer < context.size(); ++peer) {
+    if (seen[peer] || !store.check({report_key(context, tag, peer)}, store_deadline)) continue;
+    Report report;
+    std::string text = to_string(store.get(report_key(context, tag, peer), store_deadline));
+    // Seen once read: a peer whose read fails in the last round counts as absent.
+    seen[peer] = true;
+    ++read;
+    if (!parse_report(text, &report)) continue;
+    if (report.tag == tag && report.sequence == sequence) {
+      verdict.same_call.push_back(peer);
+    } else {
+      verdict.elsewhere_ranks.push_back(peer);
+      verdict.elsewhere.push_back("rank " + std::to_string(peer) + " timed out in " + report.what +
+                                  " instead");
+    }
+  }
+  return read;
+}
+
 }  // namespace
 
 std::string rank_list(std::vector<int> ranks) {
@@ -121,22 +147,7 @@ HangVerdict exchange_hang_reports(ContextEngine& context, uint16_t tag, uint64_t
     Backoff backoff(std::chrono::milliseconds(5), std::chrono::milliseconds(50));
     while (missing > 0) {
       last_round = deadline.expired();
-      for (int peer = 0; peer < context.size(); ++peer) {
-        if (seen[peer] || !store.check({report_key(context, tag, peer)}, store_deadline)) continue;
-        Report report;
-        std::string text = to_string(store.get(report_key(context, tag, peer), store_deadline));
-        // Seen once read: a peer whose read fails in the last round counts as absent.
-        seen[peer] = true;
-        --missing;
-        if (!parse_report(text, &report)) continue;
-        if (report.tag == tag && report.sequence == sequence) {
-          verdict.same_call.push_back(peer);
-        } else {
-          verdict.elsewhere_ranks.push_back(peer);
-          verdict.elsewhere.push_back("rank " + std::to_string(peer) + " timed out in " +
-                                      report.what + " instead");
-        }
-      }
+      missing -= read_new_reports(context, tag, sequence, store_deadline, seen, verdict);
       if (missing == 0 || deadline.expired()) break;
       backoff.sleep(deadline);
     }
