@@ -117,26 +117,14 @@ CostModel shared_links(const CostModel& model, int sharing) {
 // (CostModel::for_call: the context's network figure in it).
 const Algorithm& message_algorithm(const Call& phase, const CostModel& model,
                                    double* estimated = nullptr) {
-  const Algorithm* best = nullptr;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != phase.collective || std::strcmp(algorithm.name, "shm") == 0 ||
-        std::strcmp(algorithm.name, kName) == 0 || !algorithm.supports(phase)) {
-      continue;
-    }
-    double cost = estimate(algorithm, phase, model);
-    if (cost < best_cost * (1 - 1e-9)) {
-      best_cost = cost;
-      best = &algorithm;
-    }
-  }
-  if (best == nullptr) {
+  Ranked best = cheapest(phase, model, {"shm", kName});
+  if (best.algorithm == nullptr) {
     throw InvalidArgument(std::string(collective_name(phase.collective)) +
                           ": no message algorithm for the hierarchical phase of " +
                           std::to_string(phase.size) + " ranks");
   }
-  if (estimated) *estimated = best_cost;
-  return *best;
+  if (estimated) *estimated = best.estimate;
+  return *best.algorithm;
 }
 
 // Buffers of one call's phases: grown, never shrunk, reused by the next call of this thread (a

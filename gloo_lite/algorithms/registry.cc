@@ -1,6 +1,7 @@
 #include "gloo_lite/algorithms/registry.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -49,23 +50,52 @@ double estimate(const Algorithm& algorithm, const Call& call, const CostModel& m
   return std::max(algorithm.cost(call, model), host);
 }
 
-std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
+namespace {
+
+// The algorithms of `call`'s collective that support it and `exclude` does not name, in
+// registry order, with their estimates.
+std::vector<Ranked> supported(const Call& call, const CostModel& model,
+                              std::initializer_list<const char*> exclude) {
   std::vector<Ranked> ranked;
   for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != call.collective || !algorithm.supports(call)) continue;
+    if (algorithm.collective != call.collective) continue;
+    bool excluded = std::any_of(exclude.begin(), exclude.end(), [&](const char* name) {
+      return std::strcmp(algorithm.name, name) == 0;
+    });
+    if (excluded || !algorithm.supports(call)) continue;
     ranked.push_back({&algorithm, estimate(algorithm, call, model)});
   }
-  // Ties (same formula, rounding apart) go to the earlier entry, so the choice is stable.
+  return ranked;
+}
+
+// The index of the cheapest of `ranked` (not empty). Ties (same formula, rounding apart) go to
+// the earlier entry, so the choice is stable.
+size_t cheapest_index(const std::vector<Ranked>& ranked) {
   size_t best = 0;
   for (size_t i = 1; i < ranked.size(); ++i) {
     if (ranked[i].estimate < ranked[best].estimate * (1 - 1e-9)) best = i;
   }
+  return best;
+}
+
+}  // namespace
+
+std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model) {
+  std::vector<Ranked> ranked = supported(call, model, {});
   if (ranked.size() > 1) {
+    size_t best = cheapest_index(ranked);
     std::rotate(ranked.begin(), ranked.begin() + best, ranked.begin() + best + 1);
     std::stable_sort(ranked.begin() + 1, ranked.end(),
                      [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
   }
   return ranked;
+}
+
+Ranked cheapest(const Call& call, const CostModel& model,
+                std::initializer_list<const char*> exclude) {
+  std::vector<Ranked> ranked = supported(call, model, exclude);
+  if (ranked.empty()) return {nullptr, 0};
+  return ranked[cheapest_index(ranked)];
 }
 
 const std::vector<Algorithm>& all_algorithms() {

@@ -7,6 +7,7 @@
 // CPU time more than for the wire. GLOO_LITE_ALGO or the call's option names one instead.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,13 @@ struct Ranked {
   double estimate;  // seconds
 };
 std::vector<Ranked> rank_algorithms(const Call& call, const CostModel& model);
+
+// The cheapest algorithm of `call`'s collective that supports it, leaving out those named in
+// `exclude` (shm's fallback and hierarchical's phases ask for a message algorithm), under the
+// same tie rule as rank_algorithms: auto's choice, as every caller must make it. `algorithm`
+// is nullptr when none is left.
+Ranked cheapest(const Call& call, const CostModel& model,
+                std::initializer_list<const char*> exclude = {});
 
 // Every registered algorithm, in registry order.
 const std::vector<Algorithm>& all_algorithms();

@@ -11,11 +11,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <thread>
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/algorithms/shm.h"
+#include "gloo_lite/base/backoff.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/host_segment.h"
@@ -359,9 +358,10 @@ void leave_single_copy(const Call& call, HostSegment& segment, uint64_t single_c
   const Deadline bound = Deadline::after(std::chrono::seconds(2) +
                                          std::chrono::milliseconds(call.bytes(call.count) >> 20));
   for (int r = 0; r < call.size; ++r) {
+    // From 50 us (a small vector's copy) doubling to 1 ms (a large one's).
+    Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(1));
     while (r != call.rank && segment.posted(r, kCopyingWord) == mine && !segment.gone(r) &&
-           !bound.expired()) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+           backoff.sleep(bound)) {
     }
   }
 }
@@ -466,24 +466,12 @@ void run_barrier(const Call&, HostSegment& segment) {
 
 // The cheapest message algorithm for this call: what runs when the segment cannot be made.
 const Algorithm& fallback(const Call& call) {
-  const Algorithm* best = nullptr;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (algorithm.collective != call.collective || std::strcmp(algorithm.name, "shm") == 0 ||
-        !algorithm.supports(call)) {
-      continue;
-    }
-    double cost = estimate(algorithm, call, CostModel::get());
-    if (cost < best_cost * (1 - 1e-9)) {
-      best_cost = cost;
-      best = &algorithm;
-    }
-  }
-  if (best == nullptr) {
+  Ranked best = cheapest(call, CostModel::get(), {"shm"});
+  if (best.algorithm == nullptr) {
     throw InvalidArgument(std::string(collective_name(call.collective)) +
                           ": no message algorithm to fall back to from shm");
   }
-  return *best;
+  return *best.algorithm;
 }
 
 template <void (*Body)(const Call&, HostSegment&)>
