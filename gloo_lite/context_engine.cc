@@ -14,11 +14,11 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/engine_collectives.h"
 #include "gloo_lite/flight_signal.h"
-#include "gloo_lite/host_segment.h"
 #include "gloo_lite/knobs.h"
 #include "gloo_lite/live_contexts.h"
 #include "gloo_lite/network_probe.h"
 #include "gloo_lite/point_to_point.h"
+#include "gloo_lite/shm/host_segment.h"
 #include "gloo_lite/stream.h"
 #include "rendezvous/stores.h"
 

@@ -81,7 +81,7 @@ class ContextEngine {
   // created (or given by ContextOptions::network_beta), the same on every rank; 0 on one host
   // or where GLOO_LITE_NET_BETA_GBPS gives the figure. The tuner's cross-host beta.
   double network_beta() const { return network_beta_; }
-  // The shared segment of the collectives of `call`'s stream (gloo_lite/host_segment.h),
+  // The shared segment of the collectives of `call`'s stream (gloo_lite/shm/host_segment.h),
   // created at its first use, which is a collective call (every rank comes, in stream order).
   // nullptr when it cannot be created (logged once; every rank gets the same answer, so that
   // all of them fall back to the message algorithms together). The context owns it.

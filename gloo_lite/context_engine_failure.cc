@@ -6,7 +6,7 @@
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/context_engine.h"
 #include "gloo_lite/failure_report.h"
-#include "gloo_lite/host_segment.h"
+#include "gloo_lite/shm/host_segment.h"
 
 namespace gloo_lite {
 

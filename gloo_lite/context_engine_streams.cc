@@ -6,7 +6,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/context_engine.h"
-#include "gloo_lite/host_segment.h"
+#include "gloo_lite/shm/host_segment.h"
 #include "gloo_lite/stream.h"
 #include "gloo_lite/transport/tag_space.h"
 

@@ -15,7 +15,7 @@ std::vector<Algorithm> direct_algorithms();            // direct.cc
 std::vector<Algorithm> bruck_algorithms();             // bruck.cc
 std::vector<Algorithm> pairwise_algorithms();          // pairwise.cc
 std::vector<Algorithm> dissemination_algorithms();     // dissemination.cc
-std::vector<Algorithm> shm_algorithms();               // shm.cc
+std::vector<Algorithm> shm_algorithms();               // shm/collectives.cc
 std::vector<Algorithm> hierarchical_algorithms();      // hierarchical.cc
 
 }  // namespace gloo_lite::algo

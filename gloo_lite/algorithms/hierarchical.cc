@@ -1,9 +1,9 @@
 // Hierarchical collectives ("hierarchical"): for a context whose ranks span several hosts with
 // several ranks on some of them. Each call runs in phases on groups of its ranks: the ranks of
-// one host in their host's shared segment (the shm steps of shm.cc on a segment over that group,
-// HostSegment::attach with a group), and one rank per host over the network with the cheapest
-// message algorithm for that group (ring, halving_doubling, tree, ... unchanged: they run on a
-// SubsetMesh, a view of the context's mesh restricted to those ranks): a leader per host, or K
+// one host in their host's shared segment (the shm steps of gloo_lite/shm/ on a segment over that
+// group, HostSegment::attach with a group), and one rank per host over the network with the
+// cheapest message algorithm for that group (ring, halving_doubling, tree, ... unchanged: they run
+// on a SubsetMesh, a view of the context's mesh restricted to those ranks): a leader per host, or K
 // lanes at once (allreduce, allgather, reduce_scatter, large broadcasts), lane i being local
 // rank i of every host with slice i of the vector. docs/algorithms.md ("hierarchical") has the
 // phases, the cost and when auto picks it.
@@ -21,10 +21,10 @@
 
 #include "gloo_lite/algorithms/families.h"
 #include "gloo_lite/algorithms/patterns.h"
-#include "gloo_lite/algorithms/shm.h"
 #include "gloo_lite/algorithms/subset_mesh.h"
 #include "gloo_lite/base/error.h"
-#include "gloo_lite/host_segment.h"
+#include "gloo_lite/shm/collectives.h"
+#include "gloo_lite/shm/host_segment.h"
 
 namespace gloo_lite::algo {
 namespace {

@@ -3,7 +3,7 @@
 // creator. Nothing ever appears in /dev/shm, and the memory goes away with the last mapping or
 // descriptor (SIGKILL included). The one segment type of gloo_lite: the shared-memory
 // transport's per-rank segments (transport_shm/segment.h lays its rings out in one) and the
-// shared-memory collectives' (gloo_lite/host_segment.h). Also a watch on a peer process, to
+// shared-memory collectives' (gloo_lite/shm/host_segment.h). Also a watch on a peer process, to
 // notice that it died.
 #pragma once
 

@@ -16,7 +16,7 @@ namespace gloo_lite {
 // A published counter and the number of processes sleeping on it. Lives in shared memory
 // (zero-filled memory is a valid SharedWord at 0). Give it a cache line of its own (alignas(64)),
 // or share that line only with words its waiters read as soon as it moves: they then come with
-// the same transfer (the shared-memory collectives' flag line, gloo_lite/host_segment.cc).
+// the same transfer (the shared-memory collectives' flag line, gloo_lite/shm/segment_layout.h).
 struct SharedWord {
   std::atomic<uint64_t> value{0};
   std::atomic<uint32_t> sleepers{0};

@@ -15,7 +15,7 @@
 #include "gloo_lite/base/error.h"
 #include "gloo_lite/fingerprint.h"
 #include "gloo_lite/gloo_lite.h"
-#include "gloo_lite/host_segment.h"
+#include "gloo_lite/shm/host_segment.h"
 
 namespace gloo_lite {
 namespace {

@@ -1,4 +1,4 @@
-// The shared-memory collectives (algorithm "shm", gloo_lite/algorithms/shm.cc): every collective
+// The shared-memory collectives (algorithm "shm", gloo_lite/shm/): every collective
 // it implements, with ranks as forked processes and as threads, P = 2, 3, 4, 8, several types
 // and ops, sizes 0, 1, 4, odd and several chunks (this binary runs with 4 KiB chunks, so that
 // "several chunks" stays small), in place and out of place, against the independent reference

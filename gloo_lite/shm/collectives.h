@@ -1,6 +1,6 @@
-// The steps of the shared-memory collectives (shm.cc) for algorithms that run one phase of a
-// call in a host segment whose ranks are a group of the context (hierarchical.cc). `call` is
-// that phase's: its rank, size, root, counts and buffers are within the group.
+// The steps of the shared-memory collectives (steps.cc, broadcast.cc) for algorithms that run one
+// phase of a call in a host segment whose ranks are a group of the context (hierarchical.cc).
+// `call` is that phase's: its rank, size, root, counts and buffers are within the group.
 #pragma once
 
 #include <cstddef>

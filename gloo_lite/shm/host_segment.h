@@ -1,5 +1,6 @@
-// The shared segment of the shared-memory collectives (algorithms/shm.cc): one per stream of a
-// context whose ranks all run on one host, created at the stream's first shared-memory call.
+// The shared segment of the shared-memory collectives (gloo_lite/shm/collectives.cc): one per
+// stream of a context whose ranks all run on one host, created at the stream's first shared-memory
+// call.
 //
 // Layout (docs/algorithms.md, "shm"): a header, an abort record, one control block per
 // rank (its flag line: the sequence flag, its latest call's fingerprint and the inline
