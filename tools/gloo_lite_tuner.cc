@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "gloo_lite/algorithms/registry.h"
+#include "gloo_lite/algorithm_choice.h"
 #include "gloo_lite/base/config.h"
 #include "gloo_lite/base/host.h"
 
@@ -51,28 +51,16 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
-// A float32 call of `bytes` total on P ranks, as the collective layer would describe it.
-algo::Call make_call(Collective collective, int p, size_t bytes, double ranks_per_core) {
-  algo::Call call;
-  call.rank = 0;
-  call.size = p;
-  call.ranks_per_core = ranks_per_core;
+// A float32 call of `bytes` in all on P ranks: each rank's block of it where the collective
+// takes blocks.
+DescribedCall describe_call(Collective collective, int p, size_t bytes, double ranks_per_core) {
+  DescribedCall call;
   call.collective = collective;
-  call.type = DataType::kFloat32;
-  call.element = 4;
-  size_t count = bytes / 4;
+  call.ranks = p;
+  call.ranks_per_core = ranks_per_core;
+  const size_t count = bytes / 4;
   const CollectiveInfo& info = collective_info(collective);
-  if (info.per_rank_blocks || info.per_pair_blocks) {
-    call.blocks.assign(p, count / p);
-    call.offsets.resize(p);
-    for (int r = 0; r < p; ++r) call.offsets[r] = r * (count / p);
-    if (info.per_pair_blocks) {
-      call.recv_blocks = call.blocks;
-      call.recv_offsets = call.offsets;
-    }
-  } else {
-    call.count = count;
-  }
+  call.count = info.per_rank_blocks || info.per_pair_blocks ? count / p : count;
   return call;
 }
 
@@ -87,7 +75,7 @@ int local_usage(const std::vector<std::string>& args) {
     sizes.push_back(static_cast<int>(p));
   }
   if (sizes.empty()) sizes = {2, 4, 8, 16};
-  const algo::CostModel& model = algo::CostModel::get();
+  const CostFigures model = cost_figures();
   const int cores = std::max(1, count_cpus(usable_cpu_mask()));
   std::printf(
       "# auto's choices (float32), alpha %.1f us, beta %.2f GB/s, gamma %.2f GB/s, overhead "
@@ -99,8 +87,8 @@ int local_usage(const std::vector<std::string>& args) {
       std::string last;
       size_t last_bytes = 0;
       for (size_t bytes = 8; bytes <= (size_t{256} << 20); bytes *= 2) {
-        algo::Call call = make_call(info.collective, p, bytes, ranks_per_core(p, cores));
-        std::string name = algo::choose_algorithm(call, "auto").name;
+        std::string name =
+            described_choice(describe_call(info.collective, p, bytes, ranks_per_core(p, cores)));
         if (name != last) {
           if (!last.empty()) line += last + " <= " + format_bytes(last_bytes) + " < ";
           last = name;
@@ -251,32 +239,33 @@ int cluster_usage(const std::vector<std::string>& args) {
     host_of.insert(host_of.end(), layout[h], "host" + std::to_string(h));
     shape += (h ? "," : "") + std::to_string(layout[h]);
   }
-  const algo::CostModel& model = algo::CostModel::get();
+  const CostFigures model = cost_figures();
   std::printf(
       "# %d hosts (ranks %s, P = %d), %.3g cores per host; network alpha %.1f us, %.3g Gb/s per "
       "host link; alpha %.1f us, %.3g Gb/s within a host; shm alpha %.1f us, %.3g Gb/s; gamma "
       "%.2f GB/s, overhead %.1f us per message; float32\n",
-      hosts, shape.c_str(), p, cores, model.cross_alpha() * 1e6, 8e-9 / model.cross_beta(),
+      hosts, shape.c_str(), p, cores, model.network_alpha * 1e6, 8e-9 / model.network_beta,
       model.alpha * 1e6, 8e-9 / model.beta, model.shm_alpha * 1e6, 8e-9 / model.shm_beta,
       1e-9 / model.gamma, model.overhead * 1e6);
   std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", "# collective", "bytes", "auto", "time",
               "runner-up", "time");
   for (const CollectiveInfo* info : collectives) {
     for (size_t bytes : sizes) {
-      algo::Call call = make_call(info->collective, p, bytes, ranks_per_core(per_host, cores));
-      call.hosts = &host_of;
-      std::vector<algo::Ranked> ranked = algo::rank_algorithms(call, model);
+      DescribedCall call =
+          describe_call(info->collective, p, bytes, ranks_per_core(per_host, cores));
+      call.hosts = host_of;
+      std::vector<AlgorithmEstimate> ranked = described_estimates(call);
       if (ranked.empty()) continue;
-      std::string second = ranked.size() > 1 ? ranked[1].algorithm->name : "-";
-      std::string second_time = ranked.size() > 1 ? format_seconds(ranked[1].estimate) : "-";
+      std::string second = ranked.size() > 1 ? ranked[1].algorithm : "-";
+      std::string second_time = ranked.size() > 1 ? format_seconds(ranked[1].seconds) : "-";
       std::printf("%-15s %10s  %-20s %12s  %-20s %12s\n", info->name, format_bytes(bytes).c_str(),
-                  ranked[0].algorithm->name, format_seconds(ranked[0].estimate).c_str(),
+                  ranked[0].algorithm.c_str(), format_seconds(ranked[0].seconds).c_str(),
                   second.c_str(), second_time.c_str());
       // --every: each supported algorithm's estimate, in seconds, for tests and comparisons
       // with measurements ('#' lines, which a reader of the table skips).
       for (size_t i = 0; every && i < ranked.size(); ++i) {
-        std::printf("# estimate %s %zu %s %.9g\n", info->name, bytes, ranked[i].algorithm->name,
-                    ranked[i].estimate);
+        std::printf("# estimate %s %zu %s %.9g\n", info->name, bytes, ranked[i].algorithm.c_str(),
+                    ranked[i].seconds);
       }
     }
   }

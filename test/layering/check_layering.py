@@ -55,9 +55,6 @@ EXCEPTIONS = {
     ("cuda/pipeline.cc", "gloo_lite/work_state.h"):
         "its stream-ordered calls return Work handles that its own worker finishes; there is no "
         "public way to make a Work",
-    ("tools/gloo_lite_tuner.cc", "gloo_lite/algorithms/registry.h"):
-        "prints the cost model and every algorithm's ranked cost for made-up calls, the "
-        "registry's own data; a public query for all of it would be the registry again",
     ("benchmark/pingpong.cc", "gloo_lite/context_engine.h"):
         "measures the transport mesh itself, beneath the point-to-point calls and their checks",
     ("benchmark/reduction_bench.cc", "gloo_lite/reduction_kernels.h"):
