@@ -2,11 +2,12 @@
 #include "cuda/pipeline.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "cuda/gpudirect.h"
 #include "gloo_lite/base/log.h"
-#include "gloo_lite/work_state.h"
+#include "gloo_lite/work.h"
 
 namespace gloo_lite::cuda {
 
@@ -54,27 +55,12 @@ void run_chunks(Lanes& lanes, const ChunkSteps& steps) {
   }
 }
 
-namespace {
-
-class JobWork final : public detail::WorkState {
- public:
-  JobWork(std::string what, uint64_t number)
-      : WorkState("staged"), what_(std::move(what)), number_(number) {}
-  std::string describe() const override { return "cuda " + what_ + " #" + std::to_string(number_); }
-
- private:
-  const std::string what_;
-  const uint64_t number_;
-};
-
-}  // namespace
-
 struct Communicator::Engine::Job {
   uint64_t number = 0;
   Event start = nullptr;   // recorded on the caller's stream at the call
   Event passed = nullptr;  // recorded on it after the hold: the stream no longer reads counter_
   std::function<void(Lanes&)> body;
-  std::shared_ptr<JobWork> work;
+  std::optional<WorkPromise> work;  // made under the lock, with its number
 };
 
 Communicator::Engine::Engine(Context& context_in, std::shared_ptr<DeviceLayer> layer_in,
@@ -161,13 +147,13 @@ Work Communicator::Engine::submit(std::string what, Stream stream,
   job->body = std::move(body);
   job->start = layer->create_event();
   job->passed = layer->create_event();
-  std::shared_ptr<JobWork> work;
+  Work work;
   {
     // Under the lock: the numbers, the holds on the streams and the queue agree in order.
     std::lock_guard<std::mutex> lock(mutex_);
     job->number = ++submitted_;
-    work = std::make_shared<JobWork>(std::move(what), job->number);
-    job->work = work;
+    job->work.emplace("staged", "cuda " + what + " #" + std::to_string(job->number));
+    work = job->work->work();
     try {
       layer->record(job->start, stream);
       layer->wait_counter(stream, counter_, job->number);
@@ -183,7 +169,7 @@ Work Communicator::Engine::submit(std::string what, Stream stream,
     queue_.push_back(std::move(job));
   }
   changed_.notify_all();
-  return Work(work);
+  return work;
 }
 
 void Communicator::Engine::synchronize() {

@@ -2,6 +2,7 @@
 #include "gloo_lite/work.h"
 
 #include <exception>
+#include <utility>
 
 #include "gloo_lite/base/log.h"
 #include "gloo_lite/work_state.h"
@@ -20,6 +21,17 @@ void run_callback(const std::function<void(std::exception_ptr)>& callback,
     LOG_WARN("work", "a Work::on_finish callback threw a non-std exception (dropped)");
   }
 }
+
+// A WorkPromise's work: finished by its maker, described by a text given up front.
+class PromisedWork final : public WorkState {
+ public:
+  PromisedWork(const char* algorithm, std::string description)
+      : WorkState(algorithm), description_(std::move(description)) {}
+  std::string describe() const override { return description_; }
+
+ private:
+  const std::string description_;
+};
 
 }  // namespace
 
@@ -122,5 +134,14 @@ void Work::on_finish(std::function<void(std::exception_ptr)> callback) const {
   }
   state_->on_finish(std::move(callback));
 }
+
+WorkPromise::WorkPromise(const char* algorithm, std::string description)
+    : state_(std::make_shared<detail::PromisedWork>(algorithm, std::move(description))) {}
+
+Work WorkPromise::work() const { return Work(state_); }
+
+void WorkPromise::finish(std::exception_ptr error) const { state_->finish(error); }
+
+std::string WorkPromise::describe() const { return state_->describe(); }
 
 }  // namespace gloo_lite

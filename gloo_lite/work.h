@@ -60,4 +60,24 @@ class Work {
   std::shared_ptr<detail::WorkState> state_;
 };
 
+// The maker's side of a Work that it finishes itself: for a layer above the collectives that
+// runs operations of its own (the CUDA communicator's staged calls, on its worker thread) and
+// hands out Work handles for them. Copies share the one operation.
+class WorkPromise {
+ public:
+  // `algorithm`: what Work::algorithm() reports (a static name); `description`: what
+  // Work::describe() reports ("cuda allreduce #3").
+  WorkPromise(const char* algorithm, std::string description);
+
+  // A handle of the operation (any number; each sees it finish).
+  Work work() const;
+  // Finishes it, with `error` (null: success); only the first call counts. Runs the handles'
+  // on_finish callbacks in this thread, then wakes every waiter.
+  void finish(std::exception_ptr error = nullptr) const;
+  std::string describe() const;
+
+ private:
+  std::shared_ptr<detail::WorkState> state_;
+};
+
 }  // namespace gloo_lite
