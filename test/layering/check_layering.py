@@ -52,10 +52,6 @@ EXCEPTIONS = {
         "device buffers); they should go through the collective layer instead",
     ("cuda/gpudirect.cc", "gloo_lite/stream.h"):
         "the same collectives take a turn on the context's stream of their tag",
-    ("benchmark/pingpong.cc", "gloo_lite/context_engine.h"):
-        "measures the transport mesh itself, beneath the point-to-point calls and their checks",
-    ("benchmark/reduction_bench.cc", "gloo_lite/reduction_kernels.h"):
-        "measures each reduction kernel (scalar, AVX2) alone, which the public entry point hides",
 }
 # Every transport_* directory needs a rule: a new transport must be placed in the layering.
 TRANSPORT_DIR = re.compile(r"^transport_[a-z0-9_]+/$")
