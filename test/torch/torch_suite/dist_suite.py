@@ -107,8 +107,8 @@ def _install():
         check_is_gloo_lite(group, "new_group")
         return group
 
-    # Module attributes, so torch's own callers (new_group, new_subgroups, split_group's
-    # fallbacks) go through the swap as well as the suite's dist.* calls.
+    # Module attributes, so torch's own callers (new_group, new_subgroups,
+    # new_subgroups_by_enumeration) go through the swap as well as the suite's dist.* calls.
     c10d.init_process_group = init_swapped
     dist.init_process_group = init_swapped
     c10d._new_group_with_tag = new_group_swapped
