@@ -3,9 +3,9 @@ groups created by gloo_lite: every test torch enables for gloo, at 2 ranks (abou
 on 2 quiet cores). A failure must be one of torch_suite/known_failures.txt (each with its
 reason), and the core tests of torch_suite/subset.txt (collectives, point-to-point, groups, DDP)
 must all run and pass, among them the runner's own test_gloo_lite_substitution, which checks
-that the groups really are gloo_lite's (dist_suite.py also checks every group it creates). The
-baseline on torch's gloo and the run at 4 ranks are run by hand (docs/torch.md, "torch's own
-test suite")."""
+that the groups really are gloo_lite's (dist_suite.py also checks every group it creates); and the
+subset again at 4 ranks. The baseline on torch's gloo and the whole suite at 4 ranks are run by
+hand (docs/torch.md, "torch's own test suite")."""
 
 import importlib.util
 import json
@@ -42,6 +42,17 @@ def test_suite_passes_on_gloo_lite_but_known_failures(tmp_path):
                   for t in suite_run.read_list("subset.txt")
                   if tests.get(t, {}).get("outcome") != "passed"}
     assert not not_passed, f"{not_passed}\n{result.stdout}"
+
+
+def test_subset_passes_at_four_ranks(tmp_path):
+    """subset.txt's core tests at 4 ranks too, where the rings and trees have more steps."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(SUITE, "run.py"), "--subset", "--world-size", "4",
+         "--timeout", "90"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout
+    assert f"passed={len(suite_run.read_list('subset.txt'))} failed=0" in result.stdout, \
+        result.stdout
 
 
 def test_lists_name_tests_of_the_suite():
