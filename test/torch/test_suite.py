@@ -93,3 +93,20 @@ def test_first_error_line_is_the_ranks_exception():
         " [distributed_test.py:767 test_get_backend]")
     assert suite_run.first_error_line("Expected exit code 0 but got -11 for pid: 7") == (
         "rank 0 died of signal 11 (SIGSEGV)")
+
+
+def test_only_known_failures_pass_the_run(capsys):
+    """run.py's verdict: a failure outside the known list, or a skipped test of the subset,
+    fails the run; a known failure does not."""
+    args = suite_run.argparse.Namespace(backend="gloo_lite", world_size=2, report=None)
+    known = {"test_get_backend": "the name"}
+    core = next(iter(suite_run.read_list("subset.txt")))
+
+    def verdict(outcomes):
+        results = {t: {"outcome": o, "detail": "d", "seconds": 0} for t, o in outcomes.items()}
+        return suite_run.summarize(args, results, known, list(outcomes))
+
+    assert verdict({"test_get_backend": "failed", core: "passed"}) == 0
+    assert verdict({"test_get_backend": "failed", "test_barrier": "failed"}) == 1
+    assert verdict({core: "skipped"}) == 1
+    assert "FAIL test_barrier" in capsys.readouterr().out

@@ -10,23 +10,24 @@ torch's gloo, and says what passed, failed and was skipped.
 
 Each test starts a process per rank (torch's MultiProcessTestCase), forked from the runner by
 default; --start spawn starts them as torch's own runner does (each imports torch and the suite
-again: seconds a test, the whole suite an hour on a busy 2-core machine). Select with -k or
---tests, or run shards (--shard 1/4). A test that
-runs longer than --timeout seconds is failed by the harness, which kills its ranks.
+again: half a minute a test on a busy 2-core machine). Select with -k or --tests, or run shards
+(--shard 1/4). A test that runs longer than --timeout seconds is failed by the harness, which
+kills its ranks.
 
 --profiler-checks has the suite check gloo_lite's profiler events as it does gloo's (see
 dist_suite.py). Failures listed in known_failures.txt (and known_failures_profiler.txt with
---profiler-checks), each with its reason, are reported as known; the exit
-status is 0 when every failure is known, every selected test ran and no test of subset.txt was
-skipped, 1 otherwise (a known failure that passes is reported too, so that the list shrinks as
-gloo_lite catches up).
---report writes every test's outcome and first error line as JSON, the input of `compare`.
+--profiler-checks), each with its reason, are reported as known; the exit status is 0 when
+every failure is known, every selected test ran and no test of subset.txt was skipped, 1
+otherwise (a known failure that passes is reported too, so that the list shrinks as gloo_lite
+catches up). --report writes every test's outcome and first error line as JSON, the input of
+`compare`; pytest's own output, with every rank's traceback, is kept when the run fails.
 """
 
 import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,11 +180,14 @@ def run(args):
     with open(log, "w") as out:
         subprocess.run(command, env=env, cwd=HERE, stdout=None if args.verbose else out,
                        stderr=subprocess.STDOUT)
-    print(f"run.py: pytest's output (every rank's traceback) is in {log}")
     if not os.path.exists(junit):
-        sys.exit("run.py: pytest wrote no report (the suite failed to import; rerun with -v)")
-    results = read_junit(junit)
-    return summarize(args, results, known, selected)
+        sys.exit(f"run.py: pytest wrote no report (the suite failed to import): see {log}")
+    status = summarize(args, results=read_junit(junit), known=known, selected=selected)
+    if status:
+        print(f"run.py: pytest's output (every rank's traceback) is in {log}")
+    else:
+        shutil.rmtree(temp, ignore_errors=True)
+    return status
 
 
 def summarize(args, results, known, selected):
