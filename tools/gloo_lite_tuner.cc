@@ -53,11 +53,11 @@ std::string format_seconds(double seconds) {
 
 // A float32 call of `bytes` in all on P ranks: each rank's block of it where the collective
 // takes blocks.
-DescribedCall describe_call(Collective collective, int p, size_t bytes, double ranks_per_core) {
+DescribedCall describe_call(Collective collective, int p, size_t bytes, double load) {
   DescribedCall call;
   call.collective = collective;
   call.ranks = p;
-  call.ranks_per_core = ranks_per_core;
+  call.ranks_per_core = load;
   const size_t count = bytes / 4;
   const CollectiveInfo& info = collective_info(collective);
   call.count = info.per_rank_blocks || info.per_pair_blocks ? count / p : count;

@@ -15,6 +15,7 @@
 // other rank's traffic unchanged.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gloo_lite/algorithms/families.h"
@@ -65,13 +66,19 @@ std::vector<int> halving_distances(const Call& call, const Fold& fold) {
   for (int d = fold.p2 / 2; d >= 1; d /= 2) distances.push_back(d);
   const std::vector<std::string>* hosts = hosts_of(call);
   if (hosts == nullptr || static_cast<int>(hosts->size()) != call.size) return distances;
-  auto crossings = [&](int d) {
+  // Pairs that cross hosts at each distance, counted once (not in every comparison).
+  std::vector<std::pair<int, int>> ranked;  // (crossings, distance), Rabenseifner's order
+  bool any = false;
+  for (int d : distances) {
     int count = 0;
     for (int v = 0; v < fold.p2; ++v) count += (*hosts)[fold.real(v)] != (*hosts)[fold.real(v ^ d)];
-    return count;
-  };
-  std::stable_sort(distances.begin(), distances.end(),
-                   [&](int a, int b) { return crossings(a) < crossings(b); });
+    any = any || count > 0;
+    ranked.emplace_back(count, d);
+  }
+  if (!any) return distances;  // one host: nothing to reorder
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t k = 0; k < ranked.size(); ++k) distances[k] = ranked[k].second;
   return distances;
 }
 
